@@ -1,0 +1,66 @@
+// Package waybill is the root of the Waybill module: importable packages for
+// building multi-tenant, OAuth 2.1-protected REST APIs on SQL databases, and
+// a reference server that wires them into the complete API of a transport
+// management system (TMS). This package holds no code; the work is done by
+// the packages below, each usable on its own with plain net/http (Go 1.22+
+// ServeMux patterns), so chi, gorilla or echo users can mount them too.
+//
+// # Packages
+//
+//   - errors (import it as apierrors) is the API error model: an error with a
+//     code, an HTTP status from one code-to-status table and a description,
+//     and one writer, Write, that answers any error as
+//     {"error","error_description"} JSON. Errors that are not API errors
+//     become a 500 server_error whose text is logged, never sent.
+//   - query parses the list parameters limit, offset, sort and filter against
+//     a per-resource whitelist with typed values, and compiles them to SQL
+//     through squirrel for PostgreSQL or SQLite. Values are always bound
+//     parameters. It stands alone: squirrel is its only dependency.
+//   - oauth is the OAuth 2.1 token service: clients, PKCE, authorization
+//     codes, consent grants, refresh token rotation, client credentials, JWT
+//     issue and verification, secret hashing and rotation, with its storage
+//     behind small interfaces.
+//   - tenancy is net/http middleware: bearer authentication, token type and
+//     scope checks, and resolution of the tenant (organization or branch)
+//     named in the path, which it puts in the request's context.
+//   - ratelimit is a limiter interface, an in-process GCRA limiter, a
+//     Redis-backed limiter shared by many replicas (in its own subpackage),
+//     and net/http middleware that sets the RateLimit headers and answers 429.
+//   - resource is a declarative registry of resources (fields, create and
+//     update whitelists, filter and sort whitelists, scope type, scopes,
+//     hooks) with generic list, get, create, update and delete handlers over
+//     database/sql-style stores.
+//   - examples/ holds small runnable programs: the filter parser alone in a
+//     plain API, the middleware in an existing net/http service, a resource
+//     with its own hook.
+//   - reference/ is package main, the waybill binary: server and admin CLI,
+//     with its schema, migrations, resource declarations and consent UI. The
+//     packages never import it.
+//
+// Packages never import reference/. oauth, tenancy, ratelimit, resource and
+// examples/ are being built; errors and query exist, and the reference
+// server so far answers only its health check.
+//
+// # How a request flows
+//
+// A call to the REST API, GET /v1/{scopeId}/{resource}?filter=..., passes
+// through the packages in this order:
+//
+//  1. ratelimit checks the caller's quota and answers 429 rate_limited with
+//     Retry-After when it is spent.
+//  2. tenancy verifies the bearer token (401 unauthorized or invalid_token,
+//     403 invalid_token_type or insufficient_scope), resolves {scopeId} to an
+//     organization or branch of the token's organization (404 not_found for
+//     anything else) and stores that tenant in the context.
+//  3. resource finds the resource's declaration and checks the body of a
+//     write against its whitelists.
+//  4. query parses the list parameters against the resource's whitelist (400
+//     invalid_request naming the field for anything it does not allow).
+//  5. SQL: the resource's store runs the compiled query, always restricted
+//     to the tenant from the context.
+//
+// The tokens that tenancy verifies are issued by oauth, through the
+// authorization code flow with PKCE (an application acting for a user) or
+// the client credentials grant (a server acting for itself). Every error on
+// the way is an apierrors value, so every failure has the same JSON shape.
+package waybill

@@ -1,0 +1,94 @@
+package errors_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+)
+
+// A handler returns an *Error and Write answers with its status, headers and
+// JSON body.
+func ExampleWrite() {
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		apierrors.Write(w, r, apierrors.NotFound("no quotation %s", r.PathValue("id")))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/{scopeId}/quotations/{id}", handler)
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/b1/quotations/42", nil))
+
+	fmt.Println(rec.Code)
+	fmt.Println(rec.Header().Get("Content-Type"))
+	fmt.Print(rec.Body.String())
+	// Output:
+	// 404
+	// application/json
+	// {"error":"not_found","error_description":"no quotation 42"}
+}
+
+// New takes any code; its status comes from the one table.
+func ExampleNew() {
+	err := apierrors.New(apierrors.CodeInvalidScope, "scope %q is not allowed for this app", "svc:invoices:write")
+
+	fmt.Println(err.Status)
+	fmt.Println(err)
+	// Output:
+	// 400
+	// invalid_scope: scope "svc:invoices:write" is not allowed for this app
+}
+
+// Errors that call for response headers carry them.
+func ExampleMethodNotAllowed() {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodDelete, "/v1/org1/branches/b1", nil)
+	apierrors.Write(rec, req, apierrors.MethodNotAllowed("GET", "HEAD"))
+
+	fmt.Println(rec.Code, rec.Header().Get("Allow"))
+	fmt.Print(rec.Body.String())
+	// Output:
+	// 405 GET, HEAD
+	// {"error":"method_not_allowed","error_description":"method not allowed; allowed: GET, HEAD"}
+}
+
+// As finds the *Error however deep it is wrapped.
+func ExampleAs() {
+	err := fmt.Errorf("load quotation: %w", apierrors.NotFound("no quotation 42"))
+
+	if e, ok := apierrors.As(err); ok {
+		fmt.Println(e.Code, e.Status, e.Description)
+	}
+	_, ok := apierrors.As(errors.New("connection refused"))
+	fmt.Println(ok)
+	// Output:
+	// not_found 404 no quotation 42
+	// false
+}
+
+// HasCode and errors.Is both compare codes through wrapping.
+func ExampleHasCode() {
+	err := fmt.Errorf("refresh: %w", apierrors.InvalidGrant("refresh token already used"))
+
+	fmt.Println(apierrors.HasCode(err, apierrors.CodeInvalidGrant))
+	fmt.Println(apierrors.HasCode(err, apierrors.CodeInvalidClient))
+	fmt.Println(errors.Is(err, apierrors.InvalidGrant("")))
+	// Output:
+	// true
+	// false
+	// true
+}
+
+// Wrap keeps a cause for logs and errors.Is; the client never sees it.
+func ExampleError_Wrap() {
+	errNoRows := errors.New("sql: no rows in result set")
+	err := apierrors.NotFound("no order 7").Wrap(errNoRows)
+
+	fmt.Println(errors.Is(err, errNoRows))
+	fmt.Println(err.Description)
+	// Output:
+	// true
+	// no order 7
+}
