@@ -1,0 +1,135 @@
+package query_test
+
+import (
+	"net/url"
+	"testing"
+
+	sq "github.com/Masterminds/squirrel"
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/query"
+)
+
+// The typical list request of the benchmarks: three filters, one sort,
+// limit and offset, inside a tenant condition.
+var (
+	benchColumns = []string{"id", "quotation_number", "account_id", "quotation_date", "valid_until", "status", "total_weight_kg", "total_volume_m3", "total_packages", "created_at", "updated_at"}
+	benchValues  = url.Values{
+		"filter": {"status:eq:draft", "valid_until:gte:2026-01-01", "quotation_number:ilike:%Q-2026%"},
+		"sort":   {"quotation_date:desc"},
+		"limit":  {"50"},
+		"offset": {"100"},
+	}
+	benchBranch = "0a1b2c3d-0000-4000-8000-00000000abcd"
+)
+
+func benchSchema() *query.Schema {
+	return &query.Schema{
+		Fields: []query.Field{
+			{Name: "id", Type: query.UUID, Filterable: true, Sortable: true},
+			{Name: "quotation_number", Type: query.String, Filterable: true, Sortable: true},
+			{Name: "account_id", Type: query.UUID, Filterable: true, Sortable: true},
+			{Name: "quotation_date", Type: query.Date, Filterable: true, Sortable: true},
+			{Name: "valid_until", Type: query.Date, Filterable: true, Sortable: true},
+			{Name: "status", Type: query.Enum, Values: []string{"draft", "sent", "accepted", "rejected", "expired", "cancelled"}, Filterable: true, Sortable: true},
+			{Name: "total_weight_kg", Type: query.Number, Filterable: true, Sortable: true},
+			{Name: "total_volume_m3", Type: query.Number, Filterable: true, Sortable: true},
+			{Name: "total_packages", Type: query.Integer, Filterable: true, Sortable: true},
+			{Name: "created_at", Type: query.Timestamp, Filterable: true, Sortable: true},
+			{Name: "updated_at", Type: query.Timestamp, Filterable: true, Sortable: true},
+		},
+		DefaultSort: "created_at:desc",
+		Reserved:    []string{"organization_id", "branch_id"},
+	}
+}
+
+// parseCompile is the measured work: parse the request and build the page
+// and count statements for PostgreSQL.
+func parseCompile(s *query.Schema) (string, []any, string, []any, error) {
+	q, err := s.Parse(benchValues)
+	if err != nil {
+		return "", nil, "", nil, err
+	}
+	tenant := sq.Eq{"branch_id": benchBranch}
+	page, pageArgs, err := query.Postgres.SQL(q.Page(query.Postgres, sq.Select(benchColumns...).From("quotations").Where(tenant)))
+	if err != nil {
+		return "", nil, "", nil, err
+	}
+	count, countArgs, err := query.Postgres.SQL(q.Count(query.Postgres, sq.Select("COUNT(*)").From("quotations").Where(tenant)))
+	return page, pageArgs, count, countArgs, err
+}
+
+// floor builds the same two statements by hand with squirrel, the values
+// already known: what any squirrel-based list endpoint pays at the least.
+func floor() (string, []any, string, []any, error) {
+	tenant := sq.Eq{"branch_id": benchBranch}
+	status := sq.Eq{"status": "draft"}
+	validUntil := sq.GtOrEq{"valid_until": "2026-01-01"}
+	number := sq.Expr("quotation_number ILIKE ? ESCAPE '!'", "%Q-2026%")
+	page, pageArgs, err := sq.Select(benchColumns...).From("quotations").
+		Where(tenant).Where(sq.And{status, validUntil, number}).
+		OrderBy("quotation_date DESC", "id DESC").Suffix("LIMIT ? OFFSET ?", 50, int64(100)).
+		PlaceholderFormat(sq.Dollar).ToSql()
+	if err != nil {
+		return "", nil, "", nil, err
+	}
+	count, countArgs, err := sq.Select("COUNT(*)").From("quotations").
+		Where(tenant).Where(sq.And{status, validUntil, number}).
+		PlaceholderFormat(sq.Dollar).ToSql()
+	return page, pageArgs, count, countArgs, err
+}
+
+// TestBenchmarkFloorIsTheSameSQL keeps the comparison honest: the floor
+// builds exactly the statements the parser builds, but for the parentheses
+// squirrel's And adds.
+func TestBenchmarkFloorIsTheSameSQL(t *testing.T) {
+	s := benchSchema()
+	require.NoError(t, s.Validate())
+	page, pageArgs, count, countArgs, err := parseCompile(s)
+	require.NoError(t, err)
+	fpage, fpageArgs, fcount, fcountArgs, err := floor()
+	require.NoError(t, err)
+	const where = "branch_id = $1 AND status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!'"
+	require.Contains(t, page, where)
+	require.Contains(t, count, where)
+	require.Contains(t, fpage, "branch_id = $1 AND (status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!')")
+	require.Equal(t, fpageArgs, pageArgs)
+	require.Equal(t, fcountArgs, countArgs)
+	require.Contains(t, page, "ORDER BY quotation_date DESC, id DESC LIMIT $5 OFFSET $6")
+	require.Contains(t, fpage, "ORDER BY quotation_date DESC, id DESC LIMIT $5 OFFSET $6")
+	require.Equal(t, "SELECT COUNT(*) FROM quotations WHERE "+where, count)
+	require.Equal(t, "SELECT COUNT(*) FROM quotations WHERE branch_id = $1 AND (status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!')", fcount)
+}
+
+func BenchmarkParseCompile(b *testing.B) {
+	s := benchSchema()
+	if err := s.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, _, err := parseCompile(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFloorSquirrel(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, _, err := floor(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParse is the parser's own share, without squirrel.
+func BenchmarkParse(b *testing.B) {
+	s := benchSchema()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Parse(benchValues); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package query_test
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	sq "github.com/Masterminds/squirrel"
+	_ "modernc.org/sqlite"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+)
+
+// The parser alone, inside a plain net/http handler over database/sql: no
+// other part of Waybill is needed.
+func Example() {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // one connection: one in-memory database
+	if _, err := db.Exec(`CREATE TABLE accounts (id TEXT PRIMARY KEY, company_name TEXT, account_type TEXT);
+		INSERT INTO accounts VALUES
+			('00000000-0000-4000-8000-000000000001', 'Acme Freight', 'customer'),
+			('00000000-0000-4000-8000-000000000002', 'Bolt Haulage', 'carrier'),
+			('00000000-0000-4000-8000-000000000003', 'Acme_Logistics', 'carrier')`); err != nil {
+		log.Fatal(err)
+	}
+
+	accounts := &query.Schema{
+		Fields: []query.Field{
+			{Name: "id", Type: query.UUID, Filterable: true, Sortable: true},
+			{Name: "company_name", Type: query.String, Filterable: true, Sortable: true},
+			{Name: "account_type", Type: query.Enum, Values: []string{"customer", "carrier"}, Filterable: true},
+		},
+		DefaultSort: "company_name:asc",
+	}
+	if err := accounts.Validate(); err != nil {
+		log.Fatal(err)
+	}
+
+	list := func(w http.ResponseWriter, r *http.Request) {
+		q, err := accounts.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			apierrors.Write(w, r, err) // 400 invalid_request naming the field
+			return
+		}
+		text, args, err := query.SQLite.SQL(q.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
+		if err != nil {
+			apierrors.Write(w, r, err)
+			return
+		}
+		rows, err := db.QueryContext(r.Context(), text, args...)
+		if err != nil {
+			apierrors.Write(w, r, err)
+			return
+		}
+		defer rows.Close()
+		names := []string{}
+		for rows.Next() {
+			var id, name string
+			if err := rows.Scan(&id, &name); err != nil {
+				apierrors.Write(w, r, err)
+				return
+			}
+			names = append(names, name)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": names})
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /accounts", list)
+	for _, target := range []string{
+		"/accounts?filter=company_name:like:Acme%25",
+		"/accounts?filter=account_type:in:carrier&sort=company_name:desc",
+		"/accounts?filter=company_name:like:Acme_%25", // _ is no wildcard
+		"/accounts?filter=account_type:eq:shipper",
+	} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+		fmt.Print(rec.Code, " ", rec.Body.String())
+	}
+	// Output:
+	// 200 {"data":["Acme Freight","Acme_Logistics"]}
+	// 200 {"data":["Bolt Haulage","Acme_Logistics"]}
+	// 200 {"data":["Acme_Logistics"]}
+	// 400 {"error":"invalid_request","error_description":"filter on \"account_type\": \"shipper\" is not one of customer, carrier"}
+}
+
+// Page and Count add a parsed query to SELECTs that carry the caller's own
+// conditions, such as the tenant; the placeholders are converted once, at
+// the top.
+func ExampleQuery_Page() {
+	quotations := &query.Schema{
+		Fields: []query.Field{
+			{Name: "id", Type: query.UUID},
+			{Name: "status", Type: query.Enum, Values: []string{"draft", "sent"}, Filterable: true},
+			{Name: "quotation_number", Type: query.String, Filterable: true},
+			{Name: "created_at", Type: query.Timestamp, Filterable: true, Sortable: true},
+		},
+		DefaultSort: "created_at:desc",
+		Reserved:    []string{"organization_id", "branch_id"},
+	}
+	q, err := quotations.ParseQuery("filter=status:eq:draft&filter=quotation_number:ilike:%25Q-2026_%25&limit=20")
+	if err != nil {
+		log.Fatal(err)
+	}
+	tenant := sq.Eq{"branch_id": "b1"}
+
+	page, args, _ := query.Postgres.SQL(q.Page(query.Postgres, sq.Select("id", "status").From("quotations").Where(tenant)))
+	fmt.Println(page)
+	fmt.Println(args)
+	count, args, _ := query.Postgres.SQL(q.Count(query.Postgres, sq.Select("COUNT(*)").From("quotations").Where(tenant)))
+	fmt.Println(count)
+	fmt.Println(args)
+	// Output:
+	// SELECT id, status FROM quotations WHERE branch_id = $1 AND status = $2 AND quotation_number ILIKE $3 ESCAPE '!' ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5
+	// [b1 draft %Q-2026!_% 20 0]
+	// SELECT COUNT(*) FROM quotations WHERE branch_id = $1 AND status = $2 AND quotation_number ILIKE $3 ESCAPE '!'
+	// [b1 draft %Q-2026!_%]
+}
+
+// Every refusal is an invalid_request error that names the field and says
+// why; reserved tenant columns can never be filtered or sorted.
+func ExampleSchema_Parse() {
+	s := &query.Schema{
+		Fields: []query.Field{
+			{Name: "id", Type: query.UUID},
+			{Name: "total_packages", Type: query.Integer, Filterable: true, Sortable: true},
+		},
+		Reserved: []string{"organization_id", "branch_id"},
+	}
+	for _, raw := range []string{
+		"filter=total_packages:gte:ten",
+		"filter=branch_id:eq:00000000-0000-4000-8000-000000000001",
+		"sort=total_packages:sideways",
+		"page=2",
+	} {
+		_, err := s.ParseQuery(raw)
+		fmt.Println(err)
+	}
+	// Output:
+	// invalid_request: filter on "total_packages": "ten" is not an integer
+	// invalid_request: filter on "branch_id": the field is set by the server and cannot be filtered
+	// invalid_request: sort on "total_packages": direction must be asc or desc, not "sideways"
+	// invalid_request: unknown query parameter "page"; a list takes limit, offset, sort and filter
+}
