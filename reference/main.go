@@ -1,0 +1,170 @@
+// Command waybill is Waybill's reference server: it wires the library
+// packages into the complete API of a transport management system, and it
+// carries the admin commands that set that server up.
+//
+// Usage:
+//
+//	waybill                  same as "waybill serve --demo"
+//	waybill serve [flags]    run the HTTP server
+//	waybill help             print this help
+//
+// Flags of serve (each has a WAYBILL_* environment equivalent, used when the
+// flag is not given on the command line):
+//
+//	--addr 127.0.0.1:8080    address to listen on (WAYBILL_ADDR); port 0 picks a free port
+//	--demo                   seed demo data (WAYBILL_DEMO)
+//
+// serve logs JSON lines to stderr, prints "waybill listening on http://ADDR"
+// to stdout once it listens, and shuts down gracefully on SIGTERM or SIGINT.
+// So far it answers GET /healthz and, for every other route, 404 not_found.
+//
+// SPEC section 7 describes the whole binary. Not built yet: serve's
+// --database-url, --redis-url, --issuer, --jwt-secret and --rate-* flags and
+// the demo seed behind --demo (accepted now, and noted in the log);
+// "waybill migrate"; and "waybill admin org|branch|user|app ...".
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// main is thin: it sets up signals and the default logger, then hands over to
+// run, which the tests call in-process.
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default behaviour so that a
+		// second one ends the process without waiting for the shutdown.
+		<-ctx.Done()
+		stop()
+	}()
+
+	// The errors package, and anything else that logs without being handed
+	// a logger, writes to slog.Default: give it the same JSON lines.
+	slog.SetDefault(newLogger(os.Stderr))
+
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "waybill:", err)
+		os.Exit(1)
+	}
+}
+
+// run executes the command named by args[0] with the rest of args. getenv
+// supplies the WAYBILL_* environment, stdout receives the command's output
+// and stderr its logs. It returns when the command is done or, for serve,
+// after ctx is done and the server has shut down.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		args = []string{"serve", "--demo"}
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runServe(ctx, rest, getenv, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		printUsage(stdout)
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q; commands: %s (see \"waybill help\")", cmd, strings.Join(commands, ", "))
+	}
+}
+
+// commands lists the commands that run knows.
+var commands = []string{"serve", "help"}
+
+// usage is the text of "waybill help".
+const usage = `Usage: waybill <command> [flags]
+
+Waybill's reference server: a multi-tenant, OAuth 2.1-protected REST API of a
+transport management system.
+
+Commands:
+  serve    run the HTTP server (flags: waybill serve -h)
+  help     print this help
+
+With no command, waybill runs "waybill serve --demo".
+Every flag has a WAYBILL_* environment equivalent (--addr: WAYBILL_ADDR),
+used when the flag is not given.
+`
+
+// printUsage writes the help text to w.
+func printUsage(w io.Writer) {
+	_, _ = io.WriteString(w, usage)
+}
+
+// newLogger returns the JSON-lines logger that every command writes to w.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// parseFlags parses args into fs and then, for every flag that args did not
+// set, takes the value of its environment variable (see envName) from getenv
+// when that is not empty: the command line wins over the environment. A
+// request for help returns flag.ErrHelp after printing fs's flags to help.
+// Positional arguments are an error.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, help io.Writer) error {
+	fs.SetOutput(io.Discard) // errors are returned, not printed twice
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printFlags(fs, help)
+			return err
+		}
+		return fmt.Errorf("%s: %w (see \"waybill %s -h\")", fs.Name(), err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || given[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		if serr := fs.Set(f.Name, v); serr != nil {
+			err = fmt.Errorf("%s: invalid value %q for %s: %w", fs.Name(), v, name, serr)
+		}
+	})
+	return err
+}
+
+// envName returns the environment variable of a flag: WAYBILL_ and the flag's
+// name in upper case with dashes as underscores (database-url:
+// WAYBILL_DATABASE_URL).
+func envName(flagName string) string {
+	return "WAYBILL_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// printFlags writes the usage of fs's command and its flags, each with its
+// environment variable, to w.
+func printFlags(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, "Usage: waybill %s [flags]\n\nFlags:\n", fs.Name())
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		fmt.Fprintf(w, "  --%s", f.Name)
+		if name != "" {
+			fmt.Fprintf(w, " %s", name)
+		}
+		fmt.Fprintf(w, "\n    \t%s (env %s", text, envName(f.Name))
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(w, ", default %s", f.DefValue)
+		}
+		fmt.Fprintln(w, ")")
+	})
+}

@@ -1,0 +1,388 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// wait bounds every wait of these tests so that a broken server fails the
+// test instead of hanging it. It is not a performance assertion.
+const wait = 30 * time.Second
+
+// syncBuffer is a bytes.Buffer safe for concurrent use: the server writes its
+// logs while the test reads them.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p to the buffer.
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// env returns a getenv over m.
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// readURL reads the first line of r, "waybill listening on http://ADDR", and
+// returns the URL in it. It keeps draining r afterwards so that the writer
+// never blocks.
+func readURL(t *testing.T, r io.Reader) string {
+	t.Helper()
+	lines := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(r)
+		line, err := br.ReadString('\n')
+		if err != nil {
+			close(lines)
+		} else {
+			lines <- line
+		}
+		_, _ = io.Copy(io.Discard, br)
+	}()
+	select {
+	case line, ok := <-lines:
+		require.True(t, ok, "stdout closed before the address was printed")
+		const prefix = "waybill listening on "
+		require.True(t, strings.HasPrefix(line, prefix), "first line of stdout: %q", line)
+		url := strings.TrimSpace(strings.TrimPrefix(line, prefix))
+		require.True(t, strings.HasPrefix(url, "http://127.0.0.1:"), "url %q", url)
+		require.NotEqual(t, "http://127.0.0.1:0", url, "the printed port must be the one picked")
+		return url
+	case <-time.After(wait):
+		t.Fatal("no address printed on stdout")
+		return ""
+	}
+}
+
+// get sends a request to url and returns the response with its body read.
+func get(t *testing.T, method, url string) (*http.Response, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(body)
+}
+
+// startRun runs run in-process with args and getenv and returns the URL it
+// listens on, its log, and a function that cancels its context and returns
+// run's error.
+func startRun(t *testing.T, args []string, getenv func(string) string) (url string, logs *syncBuffer, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	stdoutR, stdoutW := io.Pipe()
+	logs = &syncBuffer{}
+
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, args, getenv, stdoutW, logs)
+		_ = stdoutW.Close() // ends readURL's reader, also when run fails early
+		done <- err
+	}()
+	url = readURL(t, stdoutR)
+
+	stop = func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(wait):
+			t.Fatal("run did not return after its context was cancelled")
+			return nil
+		}
+	}
+	return url, logs, stop
+}
+
+// logLines parses every line of logs as a JSON object.
+func logLines(t *testing.T, logs string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m), "log line %q is not JSON", line)
+		out = append(out, m)
+	}
+	return out
+}
+
+// hasLog reports whether some entry of lines has message msg.
+func hasLog(lines []map[string]any, msg string) bool {
+	for _, l := range lines {
+		if l["msg"] == msg {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunServe(t *testing.T) {
+	t.Parallel()
+	url, logs, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0"}, env(nil))
+
+	t.Run("healthz", func(t *testing.T) {
+		resp, body := get(t, http.MethodGet, url+"/healthz")
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		assert.JSONEq(t, `{"status":"ok"}`, body)
+	})
+	t.Run("healthz HEAD", func(t *testing.T) {
+		resp, body := get(t, http.MethodHead, url+"/healthz")
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Empty(t, body)
+	})
+	t.Run("healthz POST", func(t *testing.T) {
+		resp, body := get(t, http.MethodPost, url+"/healthz")
+		assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+		assert.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
+		assert.JSONEq(t, `{"error":"method_not_allowed","error_description":"method not allowed; allowed: GET, HEAD"}`, body)
+	})
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/nope"},
+		{http.MethodGet, "/"},
+		{http.MethodDelete, "/v1/x/orders/1"},
+	} {
+		t.Run("unknown route "+tc.method+" "+tc.path, func(t *testing.T) {
+			resp, body := get(t, tc.method, url+tc.path)
+			assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			assert.JSONEq(t, `{"error":"not_found","error_description":"no route for `+tc.method+" "+tc.path+`"}`, body)
+		})
+	}
+
+	require.NoError(t, stop(), "run returns nil after a clean shutdown")
+
+	lines := logLines(t, logs.String())
+	assert.True(t, hasLog(lines, "listening"), "logs:\n%s", logs)
+	assert.True(t, hasLog(lines, "stopped"), "logs:\n%s", logs)
+	assert.False(t, hasLog(lines, "demo mode requested; seeding demo data is not implemented yet"))
+
+	_, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), time.Second)
+	assert.Error(t, err, "the listener is closed after run returns")
+}
+
+// TestRunNoArgs checks that "waybill" alone is "waybill serve --demo", and
+// that WAYBILL_ADDR supplies the address.
+func TestRunNoArgs(t *testing.T) {
+	t.Parallel()
+	url, logs, stop := startRun(t, nil, env(map[string]string{"WAYBILL_ADDR": "127.0.0.1:0"}))
+
+	resp, _ := get(t, http.MethodGet, url+"/healthz")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, stop())
+	assert.True(t, hasLog(logLines(t, logs.String()), "demo mode requested; seeding demo data is not implemented yet"),
+		"logs:\n%s", logs)
+}
+
+func TestRunErrors(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = busy.Close() })
+
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"unknown command", []string{"bogus"}, nil, `unknown command "bogus"; commands: serve, help`},
+		{"flag without command", []string{"--addr", "x"}, nil, `unknown command "--addr"`},
+		{"unknown flag", []string{"serve", "--bogus"}, nil, "serve: flag provided but not defined: -bogus"},
+		{"positional argument", []string{"serve", "extra"}, nil, `serve: unexpected argument "extra"`},
+		{"bad environment value", []string{"serve"}, map[string]string{"WAYBILL_DEMO": "maybe"}, `invalid value "maybe" for WAYBILL_DEMO`},
+		{"address in use", []string{"serve", "--addr", busy.Addr().String()}, nil, "serve: listen tcp " + busy.Addr().String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), tt.args, env(tt.env), &stdout, &stderr)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.Empty(t, stdout.String())
+		})
+	}
+}
+
+func TestRunHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			require.NoError(t, run(t.Context(), args, env(nil), &stdout, &stderr))
+			assert.Contains(t, stdout.String(), "Usage: waybill <command>")
+			assert.Contains(t, stdout.String(), "serve")
+			assert.Empty(t, stderr.String())
+		})
+	}
+	t.Run("serve -h", func(t *testing.T) {
+		t.Parallel()
+		var stdout, stderr bytes.Buffer
+		require.NoError(t, run(t.Context(), []string{"serve", "-h"}, env(nil), &stdout, &stderr))
+		assert.Contains(t, stdout.String(), "Usage: waybill serve [flags]")
+		assert.Contains(t, stdout.String(), "--addr address")
+		assert.Contains(t, stdout.String(), "env WAYBILL_ADDR, default 127.0.0.1:8080")
+		assert.Contains(t, stdout.String(), "env WAYBILL_DEMO")
+	})
+}
+
+func TestParseServeFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    serveConfig
+		wantErr string
+	}{
+		{name: "defaults", want: serveConfig{Addr: "127.0.0.1:8080"}},
+		{name: "flag", args: []string{"--addr", "127.0.0.1:9000"}, want: serveConfig{Addr: "127.0.0.1:9000"}},
+		{name: "flag with =", args: []string{"-addr=:9001", "-demo"}, want: serveConfig{Addr: ":9001", Demo: true}},
+		{name: "environment", env: map[string]string{"WAYBILL_ADDR": "0.0.0.0:80", "WAYBILL_DEMO": "true"}, want: serveConfig{Addr: "0.0.0.0:80", Demo: true}},
+		{name: "empty environment is unset", env: map[string]string{"WAYBILL_ADDR": ""}, want: serveConfig{Addr: "127.0.0.1:8080"}},
+		{name: "flag wins over environment", args: []string{"--addr", "127.0.0.1:1"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:2"}, want: serveConfig{Addr: "127.0.0.1:1"}},
+		{name: "false flag wins over true environment", args: []string{"--demo=false"}, env: map[string]string{"WAYBILL_DEMO": "1"}, want: serveConfig{Addr: "127.0.0.1:8080"}},
+		{name: "environment fills the flags not given", args: []string{"--demo"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:3"}, want: serveConfig{Addr: "127.0.0.1:3", Demo: true}},
+		{name: "other variables ignored", env: map[string]string{"ADDR": "x", "WAYBILL_ADDRESS": "y"}, want: serveConfig{Addr: "127.0.0.1:8080"}},
+		{name: "bad boolean in environment", env: map[string]string{"WAYBILL_DEMO": "yes please"}, wantErr: "WAYBILL_DEMO"},
+		{name: "unknown flag", args: []string{"--port", "1"}, wantErr: "flag provided but not defined: -port"},
+		{name: "missing value", args: []string{"--addr"}, wantErr: "flag needs an argument: -addr"},
+		{name: "positional argument", args: []string{"--demo", "now"}, wantErr: `unexpected argument "now"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var help bytes.Buffer
+			got, err := parseServeFlags(tt.args, env(tt.env), &help)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Empty(t, help.String())
+		})
+	}
+
+	t.Run("help", func(t *testing.T) {
+		t.Parallel()
+		var help bytes.Buffer
+		_, err := parseServeFlags([]string{"-h"}, env(nil), &help)
+		assert.ErrorIs(t, err, flag.ErrHelp)
+		assert.Contains(t, help.String(), "--demo")
+	})
+}
+
+func TestEnvName(t *testing.T) {
+	t.Parallel()
+	for flagName, want := range map[string]string{
+		"addr":         "WAYBILL_ADDR",
+		"demo":         "WAYBILL_DEMO",
+		"database-url": "WAYBILL_DATABASE_URL",
+		"rate-rest":    "WAYBILL_RATE_REST",
+	} {
+		assert.Equal(t, want, envName(flagName))
+	}
+}
+
+// TestBinary builds the waybill binary and runs it as a separate process:
+// it prints its address, serves /healthz, logs JSON lines and exits 0 on
+// SIGTERM.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("building the binary needs the go command on PATH: %v", err)
+	}
+	t.Parallel()
+
+	bin := filepath.Join(t.TempDir(), "waybill")
+	build := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build:\n%s", out)
+
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "WAYBILL_ADDR=127.0.0.1:1") // the flag must win
+	stdoutR, stdoutW := io.Pipe()
+	cmd.Stdout = stdoutW
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		_ = stdoutW.Close()
+		exited <- err
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	url := readURL(t, stdoutR)
+	resp, body := get(t, http.MethodGet, url+"/healthz")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"status":"ok"}`, body)
+
+	resp, body = get(t, http.MethodGet, url+"/nope")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.JSONEq(t, `{"error":"not_found","error_description":"no route for GET /nope"}`, body)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "exit after SIGTERM; stderr:\n%s", stderr.String())
+		assert.Equal(t, 0, cmd.ProcessState.ExitCode())
+	case <-time.After(wait):
+		t.Fatalf("no exit after SIGTERM; stderr:\n%s", stderr.String())
+	}
+
+	lines := logLines(t, stderr.String())
+	require.True(t, hasLog(lines, "listening"), "stderr:\n%s", stderr.String())
+	assert.True(t, hasLog(lines, "shutting down"), "stderr:\n%s", stderr.String())
+	assert.True(t, hasLog(lines, "stopped"), "stderr:\n%s", stderr.String())
+	for _, l := range lines {
+		assert.Contains(t, l, "time")
+		assert.Contains(t, l, "level")
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Timeouts of the HTTP server. Request bodies are at most 1 MiB (SPEC
+// section 4), so a generous read timeout still bounds slow clients.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	// shutdownTimeout bounds how long in-flight requests may take to finish
+	// once a shutdown starts; connections still open after it are closed.
+	shutdownTimeout = 10 * time.Second
+)
+
+// serveConfig is the configuration of the serve command. Its zero value is
+// not usable: parseServeFlags fills in the defaults.
+type serveConfig struct {
+	// Addr is the TCP address to listen on; port 0 picks a free port.
+	Addr string
+	// Demo asks for demo data to be seeded. Accepted, not yet acted on.
+	Demo bool
+}
+
+// parseServeFlags parses the serve command's flags from args and their
+// WAYBILL_* equivalents from getenv; the command line wins. On -h it prints
+// the flags to help and returns flag.ErrHelp.
+func parseServeFlags(args []string, getenv func(string) string, help io.Writer) (serveConfig, error) {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "`address` to listen on; port 0 picks a free port")
+	fs.BoolVar(&cfg.Demo, "demo", false, "seed an organization, branches, a user, an app and sample records; not yet implemented")
+	if err := parseFlags(fs, args, getenv, help); err != nil {
+		return serveConfig{}, err
+	}
+	return cfg, nil
+}
+
+// runServe is the serve command: it parses its flags and serves until ctx is
+// done.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseServeFlags(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, newLogger(stderr), stdout)
+}
+
+// serve listens on cfg.Addr, prints the address it listens on to stdout and
+// answers requests until ctx is done. It then shuts the server down
+// gracefully, waiting up to shutdownTimeout for requests in flight, and
+// returns nil after a clean shutdown.
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.Writer) error {
+	// Listen before anything else, so that the address printed below is the
+	// one the kernel gave (port 0 picks a free port) and connections that
+	// arrive from now on wait in the backlog.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+
+	if cfg.Demo {
+		logger.Info("demo mode requested; seeding demo data is not implemented yet")
+	}
+
+	srv := &http.Server{
+		Handler:           newHandler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}
+
+	url := "http://" + ln.Addr().String()
+	if _, err := fmt.Fprintf(stdout, "waybill listening on %s\n", url); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: print address: %w", err)
+	}
+	logger.Info("listening", "addr", ln.Addr().String(), "url", url)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		// Serve only returns early on a failure of the listener.
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	logger.Info("shutting down", "reason", context.Cause(ctx).Error(), "timeout", shutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
