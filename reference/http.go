@@ -1,25 +1,33 @@
 package main
 
 import (
+	"context"
+	"database/sql"
 	"net/http"
+	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 )
 
-// newHandler returns the server's routes. Every response that is not a
-// success has the API error shape of package errors, including those for
-// routes that do not exist.
-func newHandler() http.Handler {
+// readyTimeout bounds the database ping of the readiness probe.
+const readyTimeout = 2 * time.Second
+
+// newHandler returns the server's routes over db. Every response that is
+// not a success has the API error shape of package errors, including those
+// for routes that do not exist.
+func newHandler(db *sql.DB) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))
+	mux.Handle("GET /readyz", handleReadyz(db))
+	mux.Handle("/readyz", methodNotAllowed(http.MethodGet, http.MethodHead))
 	// The catch-all: without it ServeMux would answer in plain text.
 	mux.HandleFunc("/", handleNotFound)
 	return mux
 }
 
 // handleHealthz is the liveness probe: 200 {"status":"ok"} while the process
-// serves requests. It checks no dependency; readiness (/readyz) will.
+// serves requests. It checks no dependency; readiness (/readyz) does.
 func handleHealthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -27,6 +35,25 @@ func handleHealthz(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	}
+}
+
+// handleReadyz returns the readiness probe: 200 {"status":"ready"} when db
+// answers a ping within readyTimeout, else 503 temporarily_unavailable.
+func handleReadyz(db *sql.DB) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := db.PingContext(ctx); err != nil {
+			apierrors.Write(w, r, apierrors.Unavailable("the database is not reachable").Wrap(err))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write([]byte(`{"status":"ready"}` + "\n"))
+		}
+	})
 }
 
 // handleNotFound answers every request that no route matches with 404

@@ -6,22 +6,37 @@
 //
 //	waybill                  same as "waybill serve --demo"
 //	waybill serve [flags]    run the HTTP server
+//	waybill migrate [flags]  migrate the database; prints {"applied":[versions]}
+//	waybill admin org create    --name NAME                      → {"id"}
+//	waybill admin branch create --org ORG --name NAME            → {"id"}
+//	waybill admin user create   --email E --password P --org ORG [--org ...] [--admin] → {"id"}
 //	waybill help             print this help
 //
-// Flags of serve (each has a WAYBILL_* environment equivalent, used when the
-// flag is not given on the command line):
+// Every flag has a WAYBILL_* environment equivalent, used when the flag is
+// not given on the command line (--database-url: WAYBILL_DATABASE_URL).
+//
+// Flags of serve:
 //
 //	--addr 127.0.0.1:8080    address to listen on (WAYBILL_ADDR); port 0 picks a free port
+//	--database-url URL       the database (WAYBILL_DATABASE_URL), default sqlite://waybill.db
 //	--demo                   seed demo data (WAYBILL_DEMO)
+//
+// Database URLs are postgres://... or postgresql://... (any pgx URL) or
+// sqlite://PATH, PATH relative to the working directory or absolute when it
+// starts with / (sqlite:///var/lib/waybill.db). migrate, admin and serve take
+// --database-url, and each migrates the database before anything else.
 //
 // serve logs JSON lines to stderr, prints "waybill listening on http://ADDR"
 // to stdout once it listens, and shuts down gracefully on SIGTERM or SIGINT.
-// So far it answers GET /healthz and, for every other route, 404 not_found.
+// So far it answers GET /healthz (liveness), GET /readyz (200 while the
+// database answers, else 503) and, for every other route, 404 not_found.
+// The admin commands print one JSON object on stdout; on error they print a
+// message on stderr and exit 1.
 //
 // SPEC section 7 describes the whole binary. Not built yet: serve's
-// --database-url, --redis-url, --issuer, --jwt-secret and --rate-* flags and
-// the demo seed behind --demo (accepted now, and noted in the log);
-// "waybill migrate"; and "waybill admin org|branch|user|app ...".
+// --redis-url, --issuer, --jwt-secret and --rate-* flags, the demo seed
+// behind --demo (accepted now, and noted in the log), and
+// "waybill admin app create|rotate-secret".
 package main
 
 import (
@@ -71,6 +86,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
 		return runServe(ctx, rest, getenv, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, getenv, stdout)
+	case "admin":
+		return runAdmin(ctx, rest, getenv, stdout)
 	case "help", "-h", "-help", "--help":
 		printUsage(stdout)
 		return nil
@@ -80,7 +99,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // commands lists the commands that run knows.
-var commands = []string{"serve", "help"}
+var commands = []string{"serve", "migrate", "admin", "help"}
 
 // usage is the text of "waybill help".
 const usage = `Usage: waybill <command> [flags]
@@ -90,11 +109,17 @@ transport management system.
 
 Commands:
   serve    run the HTTP server (flags: waybill serve -h)
+  migrate  migrate the database and print {"applied":[versions]}
+  admin    create organizations, branches and users (waybill admin -h)
   help     print this help
 
 With no command, waybill runs "waybill serve --demo".
-Every flag has a WAYBILL_* environment equivalent (--addr: WAYBILL_ADDR),
-used when the flag is not given.
+Every flag has a WAYBILL_* environment equivalent (--addr: WAYBILL_ADDR,
+--database-url: WAYBILL_DATABASE_URL), used when the flag is not given.
+Database URLs: postgres://... (any pgx URL) or sqlite://PATH, relative to
+the working directory or absolute with a leading / (sqlite:///var/lib/w.db);
+the default is sqlite://waybill.db. Every command that opens a database
+migrates it first.
 `
 
 // printUsage writes the help text to w.

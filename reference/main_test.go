@@ -20,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/internal/testdb"
 )
 
 // wait bounds every wait of these tests so that a broken server fails the
@@ -156,7 +158,9 @@ func hasLog(lines []map[string]any, msg string) bool {
 
 func TestRunServe(t *testing.T) {
 	t.Parallel()
-	url, logs, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0"}, env(nil))
+	dbPath := testdb.SQLitePath(t)
+	url, logs, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", "sqlite://" + dbPath}, env(nil))
+	assert.FileExists(t, dbPath, "serve opens the database before it prints its address")
 
 	t.Run("healthz", func(t *testing.T) {
 		resp, body := get(t, http.MethodGet, url+"/healthz")
@@ -168,6 +172,12 @@ func TestRunServe(t *testing.T) {
 		resp, body := get(t, http.MethodHead, url+"/healthz")
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 		assert.Empty(t, body)
+	})
+	t.Run("readyz", func(t *testing.T) {
+		resp, body := get(t, http.MethodGet, url+"/readyz")
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		assert.JSONEq(t, `{"status":"ready"}`, body)
 	})
 	t.Run("healthz POST", func(t *testing.T) {
 		resp, body := get(t, http.MethodPost, url+"/healthz")
@@ -191,19 +201,43 @@ func TestRunServe(t *testing.T) {
 	require.NoError(t, stop(), "run returns nil after a clean shutdown")
 
 	lines := logLines(t, logs.String())
+	assert.True(t, hasLog(lines, "database ready"), "logs:\n%s", logs)
 	assert.True(t, hasLog(lines, "listening"), "logs:\n%s", logs)
 	assert.True(t, hasLog(lines, "stopped"), "logs:\n%s", logs)
 	assert.False(t, hasLog(lines, "demo mode requested; seeding demo data is not implemented yet"))
 
 	_, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), time.Second)
 	assert.Error(t, err, "the listener is closed after run returns")
+
+	out, err := runCommand(t, nil, "migrate", "--database-url", "sqlite://"+dbPath)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"applied":[]}`, out, "serve migrated the database")
+}
+
+// TestRunServePostgres serves on PostgreSQL: serve migrates the database and
+// /readyz answers.
+func TestRunServePostgres(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.PostgresURL(t)
+	url, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0"}, env(map[string]string{"WAYBILL_DATABASE_URL": dbURL}))
+	resp, body := get(t, http.MethodGet, url+"/readyz")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"status":"ready"}`, body)
+	require.NoError(t, stop())
+
+	out, err := runCommand(t, nil, "migrate", "--database-url", dbURL)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"applied":[]}`, out, "serve migrated the database")
 }
 
 // TestRunNoArgs checks that "waybill" alone is "waybill serve --demo", and
 // that WAYBILL_ADDR supplies the address.
 func TestRunNoArgs(t *testing.T) {
 	t.Parallel()
-	url, logs, stop := startRun(t, nil, env(map[string]string{"WAYBILL_ADDR": "127.0.0.1:0"}))
+	url, logs, stop := startRun(t, nil, env(map[string]string{
+		"WAYBILL_ADDR":         "127.0.0.1:0",
+		"WAYBILL_DATABASE_URL": "sqlite://" + testdb.SQLitePath(t),
+	}))
 
 	resp, _ := get(t, http.MethodGet, url+"/healthz")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -224,12 +258,14 @@ func TestRunErrors(t *testing.T) {
 		env     map[string]string
 		wantErr string
 	}{
-		{"unknown command", []string{"bogus"}, nil, `unknown command "bogus"; commands: serve, help`},
+		{"unknown command", []string{"bogus"}, nil, `unknown command "bogus"; commands: serve, migrate, admin, help`},
 		{"flag without command", []string{"--addr", "x"}, nil, `unknown command "--addr"`},
 		{"unknown flag", []string{"serve", "--bogus"}, nil, "serve: flag provided but not defined: -bogus"},
 		{"positional argument", []string{"serve", "extra"}, nil, `serve: unexpected argument "extra"`},
 		{"bad environment value", []string{"serve"}, map[string]string{"WAYBILL_DEMO": "maybe"}, `invalid value "maybe" for WAYBILL_DEMO`},
 		{"address in use", []string{"serve", "--addr", busy.Addr().String()}, nil, "serve: listen tcp " + busy.Addr().String()},
+		{"bad database URL", []string{"serve", "--addr", "127.0.0.1:0", "--database-url", "mysql://x"}, nil, "serve: database URL must start with"},
+		{"unreachable database", []string{"serve", "--addr", "127.0.0.1:0"}, map[string]string{"WAYBILL_DATABASE_URL": "postgres://u@127.0.0.1:1/x?connect_timeout=5"}, "serve: open database postgres://u@127.0.0.1:1/x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,6 +299,8 @@ func TestRunHelp(t *testing.T) {
 		assert.Contains(t, stdout.String(), "--addr address")
 		assert.Contains(t, stdout.String(), "env WAYBILL_ADDR, default 127.0.0.1:8080")
 		assert.Contains(t, stdout.String(), "env WAYBILL_DEMO")
+		assert.Contains(t, stdout.String(), "--database-url URL")
+		assert.Contains(t, stdout.String(), "env WAYBILL_DATABASE_URL, default sqlite://waybill.db")
 	})
 }
 
@@ -275,15 +313,17 @@ func TestParseServeFlags(t *testing.T) {
 		want    serveConfig
 		wantErr string
 	}{
-		{name: "defaults", want: serveConfig{Addr: "127.0.0.1:8080"}},
-		{name: "flag", args: []string{"--addr", "127.0.0.1:9000"}, want: serveConfig{Addr: "127.0.0.1:9000"}},
-		{name: "flag with =", args: []string{"-addr=:9001", "-demo"}, want: serveConfig{Addr: ":9001", Demo: true}},
-		{name: "environment", env: map[string]string{"WAYBILL_ADDR": "0.0.0.0:80", "WAYBILL_DEMO": "true"}, want: serveConfig{Addr: "0.0.0.0:80", Demo: true}},
-		{name: "empty environment is unset", env: map[string]string{"WAYBILL_ADDR": ""}, want: serveConfig{Addr: "127.0.0.1:8080"}},
-		{name: "flag wins over environment", args: []string{"--addr", "127.0.0.1:1"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:2"}, want: serveConfig{Addr: "127.0.0.1:1"}},
-		{name: "false flag wins over true environment", args: []string{"--demo=false"}, env: map[string]string{"WAYBILL_DEMO": "1"}, want: serveConfig{Addr: "127.0.0.1:8080"}},
-		{name: "environment fills the flags not given", args: []string{"--demo"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:3"}, want: serveConfig{Addr: "127.0.0.1:3", Demo: true}},
-		{name: "other variables ignored", env: map[string]string{"ADDR": "x", "WAYBILL_ADDRESS": "y"}, want: serveConfig{Addr: "127.0.0.1:8080"}},
+		{name: "defaults", want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL}},
+		{name: "flag", args: []string{"--addr", "127.0.0.1:9000"}, want: serveConfig{Addr: "127.0.0.1:9000", DatabaseURL: defaultDatabaseURL}},
+		{name: "flag with =", args: []string{"-addr=:9001", "-demo"}, want: serveConfig{Addr: ":9001", DatabaseURL: defaultDatabaseURL, Demo: true}},
+		{name: "environment", env: map[string]string{"WAYBILL_ADDR": "0.0.0.0:80", "WAYBILL_DEMO": "true"}, want: serveConfig{Addr: "0.0.0.0:80", DatabaseURL: defaultDatabaseURL, Demo: true}},
+		{name: "empty environment is unset", env: map[string]string{"WAYBILL_ADDR": ""}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL}},
+		{name: "flag wins over environment", args: []string{"--addr", "127.0.0.1:1"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:2"}, want: serveConfig{Addr: "127.0.0.1:1", DatabaseURL: defaultDatabaseURL}},
+		{name: "false flag wins over true environment", args: []string{"--demo=false"}, env: map[string]string{"WAYBILL_DEMO": "1"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL}},
+		{name: "environment fills the flags not given", args: []string{"--demo"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:3"}, want: serveConfig{Addr: "127.0.0.1:3", DatabaseURL: defaultDatabaseURL, Demo: true}},
+		{name: "other variables ignored", env: map[string]string{"ADDR": "x", "WAYBILL_ADDRESS": "y"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL}},
+		{name: "database URL flag", args: []string{"--database-url", "postgres://db/w"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: "postgres://db/w"}},
+		{name: "database URL environment", env: map[string]string{"WAYBILL_DATABASE_URL": "sqlite:///var/lib/w.db"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: "sqlite:///var/lib/w.db"}},
 		{name: "bad boolean in environment", env: map[string]string{"WAYBILL_DEMO": "yes please"}, wantErr: "WAYBILL_DEMO"},
 		{name: "unknown flag", args: []string{"--port", "1"}, wantErr: "flag provided but not defined: -port"},
 		{name: "missing value", args: []string{"--addr"}, wantErr: "flag needs an argument: -addr"},
@@ -344,7 +384,8 @@ func TestBinary(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build:\n%s", out)
 
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	dbURL := "sqlite://" + testdb.SQLitePath(t)
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--database-url", dbURL)
 	cmd.Env = append(os.Environ(), "WAYBILL_ADDR=127.0.0.1:1") // the flag must win
 	stdoutR, stdoutW := io.Pipe()
 	cmd.Stdout = stdoutW
@@ -385,4 +426,26 @@ func TestBinary(t *testing.T) {
 		assert.Contains(t, l, "time")
 		assert.Contains(t, l, "level")
 	}
+
+	t.Run("admin command", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		admin := exec.CommandContext(t.Context(), bin, "admin", "org", "create", "--name", "Acme")
+		admin.Env = append(os.Environ(), "WAYBILL_DATABASE_URL="+dbURL)
+		admin.Stdout, admin.Stderr = &stdout, &stderr
+		require.NoError(t, admin.Run(), "stderr:\n%s", stderr.String())
+		var out map[string]string
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &out), "stdout: %q", stdout.String())
+		assert.NotEmpty(t, out["id"])
+		assert.Empty(t, stderr.String())
+	})
+	t.Run("failing admin command", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		admin := exec.CommandContext(t.Context(), bin, "admin", "branch", "create", "--org", "00000000-0000-4000-8000-000000000000", "--name", "X", "--database-url", dbURL)
+		admin.Stdout, admin.Stderr = &stdout, &stderr
+		err := admin.Run()
+		require.Error(t, err)
+		assert.Equal(t, 1, admin.ProcessState.ExitCode())
+		assert.Empty(t, stdout.String())
+		assert.Equal(t, "waybill: admin branch create: organization 00000000-0000-4000-8000-000000000000 not found\n", stderr.String())
+	})
 }

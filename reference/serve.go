@@ -29,6 +29,8 @@ const (
 type serveConfig struct {
 	// Addr is the TCP address to listen on; port 0 picks a free port.
 	Addr string
+	// DatabaseURL names the database (see openDB).
+	DatabaseURL string
 	// Demo asks for demo data to be seeded. Accepted, not yet acted on.
 	Demo bool
 }
@@ -40,6 +42,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "`address` to listen on; port 0 picks a free port")
+	databaseURLFlag(fs, &cfg.DatabaseURL)
 	fs.BoolVar(&cfg.Demo, "demo", false, "seed an organization, branches, a user, an app and sample records; not yet implemented")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
@@ -60,10 +63,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	return serve(ctx, cfg, newLogger(stderr), stdout)
 }
 
-// serve listens on cfg.Addr, prints the address it listens on to stdout and
-// answers requests until ctx is done. It then shuts the server down
-// gracefully, waiting up to shutdownTimeout for requests in flight, and
-// returns nil after a clean shutdown.
+// serve listens on cfg.Addr, opens and migrates the database, prints the
+// address it listens on to stdout and answers requests until ctx is done. It
+// then shuts the server down gracefully, waiting up to shutdownTimeout for
+// requests in flight, closes the database and returns nil after a clean
+// shutdown.
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.Writer) error {
 	// Listen before anything else, so that the address printed below is the
 	// one the kernel gave (port 0 picks a free port) and connections that
@@ -73,12 +77,24 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: %w", err)
 	}
 
+	db, dialect, applied, err := openAndMigrate(ctx, cfg.DatabaseURL)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			logger.Error("close database", "error", err.Error())
+		}
+	}()
+	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", applied)
+
 	if cfg.Demo {
 		logger.Info("demo mode requested; seeding demo data is not implemented yet")
 	}
 
 	srv := &http.Server{
-		Handler:           newHandler(),
+		Handler:           newHandler(db),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/internal/testdb"
+)
+
+// backend is a database the command tests run on.
+type backend struct {
+	name    string
+	dialect migrate.Dialect
+	// url returns the URL of a new, empty database of the test.
+	url func(t *testing.T) string
+}
+
+// backends returns a SQLite file and a PostgreSQL schema.
+func backends() []backend {
+	return []backend{
+		{"sqlite", migrate.SQLite, func(t *testing.T) string { return "sqlite://" + testdb.SQLitePath(t) }},
+		{"postgres", migrate.Postgres, func(t *testing.T) string { return testdb.PostgresURL(t) }},
+	}
+}
+
+func TestParseDatabaseURL(t *testing.T) {
+	t.Parallel()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	tests := []struct {
+		url         string
+		wantDriver  string
+		wantDSN     string
+		wantDialect migrate.Dialect
+		wantErr     string
+	}{
+		{url: "postgres://u:p@db:5432/waybill?sslmode=disable", wantDriver: "pgx", wantDSN: "postgres://u:p@db:5432/waybill?sslmode=disable", wantDialect: migrate.Postgres},
+		{url: "postgresql://db/waybill", wantDriver: "pgx", wantDSN: "postgresql://db/waybill", wantDialect: migrate.Postgres},
+		{url: "sqlite://waybill.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "waybill.db") + "?" + sqlitePragmas, wantDialect: migrate.SQLite},
+		{url: "sqlite://data/w.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "data/w.db") + "?" + sqlitePragmas, wantDialect: migrate.SQLite},
+		{url: "sqlite://./w.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "w.db") + "?" + sqlitePragmas, wantDialect: migrate.SQLite},
+		{url: "sqlite:///var/lib/waybill.db", wantDriver: "sqlite", wantDSN: "/var/lib/waybill.db?" + sqlitePragmas, wantDialect: migrate.SQLite},
+		{url: "sqlite://", wantErr: "sqlite:// names no file"},
+		{url: "sqlite://w.db?mode=ro", wantErr: "may not hold ? or #"},
+		{url: "mysql://db/waybill", wantErr: "database URL must start with postgres://, postgresql:// or sqlite://"},
+		{url: "waybill.db", wantErr: "database URL must start with"},
+		{url: "", wantErr: "database URL must start with"},
+		{url: "host=db user=u password=secret", wantErr: "database URL must start with"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			t.Parallel()
+			driver, dsn, dialect, err := parseDatabaseURL(tt.url)
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.NotContains(t, err.Error(), "secret")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantDriver, driver)
+			assert.Equal(t, tt.wantDSN, dsn)
+			assert.Equal(t, tt.wantDialect, dialect)
+		})
+	}
+}
+
+// TestSQLiteRelativePath runs migrate on sqlite://NAME and checks that the
+// file is made in the working directory. It changes the working directory,
+// so it cannot run in parallel.
+func TestSQLiteRelativePath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	require.NoError(t, os.Mkdir("sub", 0o755))
+
+	for _, tc := range []struct{ url, file string }{
+		{"sqlite://rel.db", filepath.Join(dir, "rel.db")},
+		{"sqlite://sub/nested.db", filepath.Join(dir, "sub", "nested.db")},
+		{"sqlite://./dot.db", filepath.Join(dir, "dot.db")},
+	} {
+		out, err := runCommand(t, nil, "migrate", "--database-url", tc.url)
+		require.NoError(t, err, tc.url)
+		assert.JSONEq(t, `{"applied":[1]}`, out)
+		assert.FileExists(t, tc.file)
+	}
+}
+
+func TestSQLiteAbsolutePath(t *testing.T) {
+	t.Parallel()
+	path := testdb.SQLitePath(t)
+	require.True(t, strings.HasPrefix(path, "/"))
+	out, err := runCommand(t, nil, "migrate", "--database-url", "sqlite://"+path) // sqlite:///tmp/...
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"applied":[1]}`, out)
+	assert.FileExists(t, path)
+}
+
+func TestOpenDB(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db, dialect, err := openDB(t.Context(), b.url(t))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = db.Close() })
+			assert.Equal(t, b.dialect, dialect)
+
+			applied, err := migrateDB(t.Context(), db, dialect)
+			require.NoError(t, err)
+			assert.Equal(t, []int{1}, applied)
+			applied, err = migrateDB(t.Context(), db, dialect)
+			require.NoError(t, err)
+			assert.Empty(t, applied)
+
+			// The schema refuses what it must refuse on both databases.
+			ctx := t.Context()
+			org := newID()
+			_, err = db.ExecContext(ctx, "INSERT INTO organizations (id, name) VALUES ($1, $2)", org, "Acme")
+			require.NoError(t, err)
+			_, err = db.ExecContext(ctx, "INSERT INTO branches (id, organization_id, name) VALUES ($1, $2, $3)", newID(), newID(), "Orphan")
+			assert.Error(t, err, "a branch of no organization")
+			_, err = db.ExecContext(ctx, "INSERT INTO users (id, email, password_hash) VALUES ($1, $2, $3)", newID(), "a@example.com", "h")
+			require.NoError(t, err)
+			_, err = db.ExecContext(ctx, "INSERT INTO users (id, email, password_hash) VALUES ($1, $2, $3)", newID(), "a@example.com", "h")
+			assert.Error(t, err, "a duplicate email")
+			_, err = db.ExecContext(ctx, "INSERT INTO memberships (user_id, organization_id, admin) VALUES ($1, $2, $3)", newID(), org, true)
+			assert.Error(t, err, "a membership of no user")
+
+			var createdAt string
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT CAST(created_at AS text) FROM organizations WHERE id = $1", org).Scan(&createdAt))
+			if dialect == migrate.SQLite {
+				assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`, createdAt, "query.SQLiteTimestampLayout")
+			}
+		})
+	}
+
+	t.Run("unreachable postgres", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := openDB(t.Context(), "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=5")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "open database postgres://u:xxxxx@127.0.0.1:1/x")
+		assert.NotContains(t, err.Error(), "hunter2")
+	})
+	t.Run("sqlite in a missing directory", func(t *testing.T) {
+		t.Parallel()
+		_, _, err := openDB(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "missing", "w.db"))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "open database sqlite://")
+	})
+}
+
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	db, _, err := openDB(t.Context(), "sqlite://"+testdb.SQLitePath(t))
+	require.NoError(t, err)
+	h := newHandler(db)
+
+	serveOnce := func(method string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), method, "/readyz", nil))
+		return rec
+	}
+
+	rec := serveOnce(http.MethodGet)
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	assert.JSONEq(t, `{"status":"ready"}`, rec.Body.String())
+
+	rec = serveOnce(http.MethodPost)
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
+
+	require.NoError(t, db.Close())
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		rec = serveOnce(method)
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code, method)
+		assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+		if method == http.MethodGet {
+			assert.JSONEq(t, `{"error":"temporarily_unavailable","error_description":"the database is not reachable"}`, rec.Body.String())
+		} else {
+			assert.Empty(t, rec.Body.String())
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// User is a product user as the token service sees one.
+type User struct {
+	ID, Email string
+}
+
+// Membership is one organization a user belongs to.
+type Membership struct {
+	OrganizationID, Name string
+	Admin                bool
+}
+
+// errBadCredentials is the error of Authenticate for an unknown email or a
+// wrong password; the two are not told apart.
+var errBadCredentials = errors.New("invalid email or password")
+
+// directory answers the token service's questions about users,
+// organizations and branches from the tenancy tables.
+type directory struct {
+	db *sql.DB
+}
+
+// newDirectory returns a directory over db, which migrateDB has migrated.
+func newDirectory(db *sql.DB) *directory {
+	return &directory{db: db}
+}
+
+// Authenticate returns the user with email (compared case-insensitively)
+// when password is theirs. An unknown email or a wrong password gives an
+// error that is errBadCredentials; for an unknown email the password is
+// verified against a dummy hash, so that the time taken does not reveal
+// which emails exist.
+func (d *directory) Authenticate(ctx context.Context, email, password string) (User, error) {
+	u := User{}
+	var hash string
+	err := d.db.QueryRowContext(ctx,
+		"SELECT id, email, password_hash FROM users WHERE email = $1",
+		normalizeEmail(email)).Scan(&u.ID, &u.Email, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, _ = verifyPassword(dummyPasswordHash, password)
+		return User{}, errBadCredentials
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("authenticate: %w", err)
+	}
+	ok, err := verifyPassword(hash, password)
+	if err != nil {
+		return User{}, fmt.Errorf("authenticate user %s: %w", u.ID, err)
+	}
+	if !ok {
+		return User{}, errBadCredentials
+	}
+	return u, nil
+}
+
+// Memberships returns the organizations that the user with userID belongs
+// to, ordered by name (then id, for organizations of one name). A userID
+// that is not a UUID belongs to none.
+func (d *directory) Memberships(ctx context.Context, userID string) ([]Membership, error) {
+	out := []Membership{}
+	id, err := uuid.Parse(userID)
+	if err != nil {
+		return out, nil
+	}
+	rows, err := d.db.QueryContext(ctx, `
+		SELECT m.organization_id, o.name, m.admin
+		FROM memberships m JOIN organizations o ON o.id = m.organization_id
+		WHERE m.user_id = $1`, id.String())
+	if err != nil {
+		return nil, fmt.Errorf("memberships: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var m Membership
+		if err := rows.Scan(&m.OrganizationID, &m.Name, &m.Admin); err != nil {
+			return nil, fmt.Errorf("memberships: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("memberships: %w", err)
+	}
+	// Sorted here rather than by ORDER BY, whose collation differs between
+	// PostgreSQL and SQLite.
+	slices.SortFunc(out, func(a, b Membership) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.OrganizationID, b.OrganizationID))
+	})
+	return out, nil
+}
+
+// Branches returns the ids of the branches of the organization with
+// organizationID, in ascending order. An organizationID that is not a UUID
+// has none.
+func (d *directory) Branches(ctx context.Context, organizationID string) ([]string, error) {
+	ids := []string{}
+	id, err := uuid.Parse(organizationID)
+	if err != nil {
+		return ids, nil
+	}
+	// Canonical uuids order the same as uuid values and as text, so ORDER BY
+	// agrees between PostgreSQL and SQLite.
+	rows, err := d.db.QueryContext(ctx,
+		"SELECT id FROM branches WHERE organization_id = $1 ORDER BY id", id.String())
+	if err != nil {
+		return nil, fmt.Errorf("branches: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var b string
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("branches: %w", err)
+		}
+		ids = append(ids, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("branches: %w", err)
+	}
+	return ids, nil
+}
+
+// normalizeEmail returns email as the users table keeps it: without
+// surrounding space, in lower case.
+func normalizeEmail(email string) string {
+	return strings.ToLower(strings.TrimSpace(email))
+}
