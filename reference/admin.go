@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/waybillhq/waybill/internal/migrate"
 )
 
 // minPasswordLen is the least number of characters of a user's password.
@@ -28,9 +30,9 @@ type adminCmd interface {
 	flags(fs *flag.FlagSet)
 	// check validates the flags before any database is opened.
 	check() error
-	// exec does the work on a migrated database and returns the object to
-	// print.
-	exec(ctx context.Context, db *sql.DB) (any, error)
+	// exec does the work on a migrated database of the dialect and
+	// returns the object to print.
+	exec(ctx context.Context, db *sql.DB, dialect migrate.Dialect) (any, error)
 }
 
 // adminCommand is an entry of the table of admin commands.
@@ -49,6 +51,8 @@ var adminCommands = []adminCommand{
 	{"org create", "--name NAME", func() adminCmd { return &orgCreate{} }},
 	{"branch create", "--org ORG --name NAME", func() adminCmd { return &branchCreate{} }},
 	{"user create", "--email E --password P --org ORG [--org ...] [--admin]", func() adminCmd { return &userCreate{} }},
+	{"app create", `--org ORG --name NAME --scopes "s1 s2" [--branches B1,B2] [--redirect-uri URI ...]`, func() adminCmd { return &appCreate{} }},
+	{"app rotate-secret", "--client-id ID", func() adminCmd { return &appRotateSecret{} }},
 }
 
 // runAdmin is the admin command: "waybill admin GROUP ACTION [flags]".
@@ -81,12 +85,12 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
 
-	db, _, _, err := openAndMigrate(ctx, databaseURL)
+	db, dialect, _, err := openAndMigrate(ctx, databaseURL)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
 	defer func() { _ = db.Close() }()
-	out, err := cmd.exec(ctx, db)
+	out, err := cmd.exec(ctx, db, dialect)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
@@ -174,7 +178,7 @@ func (c *orgCreate) check() error {
 }
 
 // exec inserts the organization.
-func (c *orgCreate) exec(ctx context.Context, db *sql.DB) (any, error) {
+func (c *orgCreate) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
 	id := newID()
 	if _, err := db.ExecContext(ctx, "INSERT INTO organizations (id, name) VALUES ($1, $2)", id, c.name); err != nil {
 		return nil, fmt.Errorf("insert organization: %w", err)
@@ -205,7 +209,7 @@ func (c *branchCreate) check() error {
 }
 
 // exec inserts the branch after checking that its organization exists.
-func (c *branchCreate) exec(ctx context.Context, db *sql.DB) (any, error) {
+func (c *branchCreate) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
@@ -266,7 +270,7 @@ func (c *userCreate) check() error {
 
 // exec inserts the user and their memberships in one transaction, after
 // checking that the email is free and every organization exists.
-func (c *userCreate) exec(ctx context.Context, db *sql.DB) (any, error) {
+func (c *userCreate) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
 	// Friendly checks first, before the costly hash; the constraints of the
 	// tables still decide when another process races this one.
 	if err := requireEmailFree(ctx, db, c.email); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/internal/testdb"
+	"github.com/waybillhq/waybill/oauth"
 )
 
 // runCommand runs the waybill command args in-process with the environment
@@ -149,7 +150,7 @@ func TestAdminCommands(t *testing.T) {
 			t.Run("Authenticate", func(t *testing.T) {
 				u, err := d.Authenticate(t.Context(), "DISPATCHER@example.com ", "s3cret-pass")
 				require.NoError(t, err)
-				assert.Equal(t, User{ID: dispatcher, Email: "dispatcher@example.com"}, u)
+				assert.Equal(t, oauth.User{ID: dispatcher, Email: "dispatcher@example.com"}, u)
 
 				_, err = d.Authenticate(t.Context(), "dispatcher@example.com", "s3cret-pasS")
 				assert.ErrorIs(t, err, errBadCredentials, "wrong password")
@@ -159,14 +160,14 @@ func TestAdminCommands(t *testing.T) {
 			t.Run("Memberships", func(t *testing.T) {
 				got, err := d.Memberships(t.Context(), dispatcher)
 				require.NoError(t, err)
-				assert.Equal(t, []Membership{
+				assert.Equal(t, []oauth.Membership{
 					{OrganizationID: acme, Name: "Acme Freight", Admin: true},
 					{OrganizationID: zeta, Name: "Zeta Logistics", Admin: true},
 				}, got, "ordered by name; a repeated --org counts once")
 
 				got, err = d.Memberships(t.Context(), strings.ToUpper(driver))
 				require.NoError(t, err)
-				assert.Equal(t, []Membership{{OrganizationID: zeta, Name: "Zeta Logistics", Admin: false}}, got)
+				assert.Equal(t, []oauth.Membership{{OrganizationID: zeta, Name: "Zeta Logistics", Admin: false}}, got)
 
 				for _, id := range []string{uuid.NewString(), "not-a-uuid", ""} {
 					got, err := d.Memberships(t.Context(), id)

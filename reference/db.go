@@ -131,7 +131,11 @@ func redactURL(rawURL string) string {
 // migrateDB applies the reference server's migrations that db has not seen
 // yet and returns their versions.
 func migrateDB(ctx context.Context, db *sql.DB, dialect migrate.Dialect) ([]int, error) {
-	return migrate.Apply(ctx, db, dialect, migrations, "migrations/"+string(dialect), migrationsTable)
+	applied, err := migrate.Apply(ctx, db, dialect, migrations, "migrations/"+string(dialect), migrationsTable)
+	if err != nil {
+		return applied, err
+	}
+	return applied, newOAuthStore(db, dialect).Migrate(ctx)
 }
 
 // openAndMigrate opens the database that rawURL names and migrates it, as

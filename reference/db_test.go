@@ -13,6 +13,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/testdb"
+	"github.com/waybillhq/waybill/oauth"
 )
 
 // backend is a database the command tests run on.
@@ -161,7 +162,7 @@ func TestReadyz(t *testing.T) {
 	t.Parallel()
 	db, _, err := openDB(t.Context(), "sqlite://"+testdb.SQLitePath(t))
 	require.NoError(t, err)
-	h := newHandler(db)
+	h := newHandler(db, &oauth.Server{})
 
 	serveOnce := func(method string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()

@@ -10,22 +10,13 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/waybillhq/waybill/oauth"
 )
-
-// User is a product user as the token service sees one.
-type User struct {
-	ID, Email string
-}
-
-// Membership is one organization a user belongs to.
-type Membership struct {
-	OrganizationID, Name string
-	Admin                bool
-}
 
 // errBadCredentials is the error of Authenticate for an unknown email or a
 // wrong password; the two are not told apart.
-var errBadCredentials = errors.New("invalid email or password")
+var errBadCredentials = oauth.ErrBadCredentials
 
 // directory answers the token service's questions about users,
 // organizations and branches from the tenancy tables.
@@ -43,25 +34,25 @@ func newDirectory(db *sql.DB) *directory {
 // error that is errBadCredentials; for an unknown email the password is
 // verified against a dummy hash, so that the time taken does not reveal
 // which emails exist.
-func (d *directory) Authenticate(ctx context.Context, email, password string) (User, error) {
-	u := User{}
+func (d *directory) Authenticate(ctx context.Context, email, password string) (oauth.User, error) {
+	u := oauth.User{}
 	var hash string
 	err := d.db.QueryRowContext(ctx,
 		"SELECT id, email, password_hash FROM users WHERE email = $1",
 		normalizeEmail(email)).Scan(&u.ID, &u.Email, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
 		_, _ = verifyPassword(dummyPasswordHash, password)
-		return User{}, errBadCredentials
+		return oauth.User{}, errBadCredentials
 	}
 	if err != nil {
-		return User{}, fmt.Errorf("authenticate: %w", err)
+		return oauth.User{}, fmt.Errorf("authenticate: %w", err)
 	}
 	ok, err := verifyPassword(hash, password)
 	if err != nil {
-		return User{}, fmt.Errorf("authenticate user %s: %w", u.ID, err)
+		return oauth.User{}, fmt.Errorf("authenticate user %s: %w", u.ID, err)
 	}
 	if !ok {
-		return User{}, errBadCredentials
+		return oauth.User{}, errBadCredentials
 	}
 	return u, nil
 }
@@ -69,8 +60,8 @@ func (d *directory) Authenticate(ctx context.Context, email, password string) (U
 // Memberships returns the organizations that the user with userID belongs
 // to, ordered by name (then id, for organizations of one name). A userID
 // that is not a UUID belongs to none.
-func (d *directory) Memberships(ctx context.Context, userID string) ([]Membership, error) {
-	out := []Membership{}
+func (d *directory) Memberships(ctx context.Context, userID string) ([]oauth.Membership, error) {
+	out := []oauth.Membership{}
 	id, err := uuid.Parse(userID)
 	if err != nil {
 		return out, nil
@@ -84,7 +75,7 @@ func (d *directory) Memberships(ctx context.Context, userID string) ([]Membershi
 	}
 	defer func() { _ = rows.Close() }()
 	for rows.Next() {
-		var m Membership
+		var m oauth.Membership
 		if err := rows.Scan(&m.OrganizationID, &m.Name, &m.Admin); err != nil {
 			return nil, fmt.Errorf("memberships: %w", err)
 		}
@@ -95,7 +86,7 @@ func (d *directory) Memberships(ctx context.Context, userID string) ([]Membershi
 	}
 	// Sorted here rather than by ORDER BY, whose collation differs between
 	// PostgreSQL and SQLite.
-	slices.SortFunc(out, func(a, b Membership) int {
+	slices.SortFunc(out, func(a, b oauth.Membership) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.OrganizationID, b.OrganizationID))
 	})
 	return out, nil

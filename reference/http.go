@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth"
 )
 
 // readyTimeout bounds the database ping of the readiness probe.
@@ -15,8 +16,9 @@ const readyTimeout = 2 * time.Second
 // newHandler returns the server's routes over db. Every response that is
 // not a success has the API error shape of package errors, including those
 // for routes that do not exist.
-func newHandler(db *sql.DB) http.Handler {
+func newHandler(db *sql.DB, tokens *oauth.Server) http.Handler {
 	mux := http.NewServeMux()
+	tokens.Mount(mux)
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))
 	mux.Handle("GET /readyz", handleReadyz(db))

@@ -33,6 +33,15 @@ type serveConfig struct {
 	DatabaseURL string
 	// Demo asks for demo data to be seeded. Accepted, not yet acted on.
 	Demo bool
+	// Issuer is the issuer URL of the tokens and the base of the OAuth
+	// endpoints; empty means http:// and the address listened on.
+	Issuer string
+	// JWTSecret is the raw HMAC key of the tokens (at least 32 bytes);
+	// empty means a key generated once and kept in the database.
+	JWTSecret string
+	// JWTPreviousSecret still verifies the tokens of the secret before
+	// JWTSecret, during a rotation.
+	JWTPreviousSecret string
 }
 
 // parseServeFlags parses the serve command's flags from args and their
@@ -44,6 +53,9 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "`address` to listen on; port 0 picks a free port")
 	databaseURLFlag(fs, &cfg.DatabaseURL)
 	fs.BoolVar(&cfg.Demo, "demo", false, "seed an organization, branches, a user, an app and sample records; not yet implemented")
+	fs.StringVar(&cfg.Issuer, "issuer", "", "issuer `URL` of the tokens and base of the OAuth endpoints (default http://ADDR)")
+	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
+	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
 	}
@@ -93,8 +105,22 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		logger.Info("demo mode requested; seeding demo data is not implemented yet")
 	}
 
+	store := newOAuthStore(db, dialect)
+	keys, err := signingKeys(ctx, store, cfg.JWTSecret, cfg.JWTPreviousSecret)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	url := "http://" + ln.Addr().String()
+	issuer := cfg.Issuer
+	if issuer == "" {
+		issuer = url
+	}
+	tokens := newOAuthServer(db, store, keys, issuer)
+	tokens.Logger = logger
+
 	srv := &http.Server{
-		Handler:           newHandler(db),
+		Handler:           newHandler(db, tokens),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -102,12 +128,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}
 
-	url := "http://" + ln.Addr().String()
 	if _, err := fmt.Fprintf(stdout, "waybill listening on %s\n", url); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("serve: print address: %w", err)
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "url", url)
+	logger.Info("listening", "addr", ln.Addr().String(), "url", url, "issuer", issuer)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -1,0 +1,168 @@
+package oauth
+
+// A real browser through the authorization-code flow: Debian's Chromium,
+// headless, driven with chromedp against an httptest server, the way a
+// person signs in and answers the consent page.
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chromiumPath is where Debian's chromium package puts the browser;
+// .ci/run installs it.
+const chromiumPath = "/usr/bin/chromium"
+
+// Elements found the way a person finds them: fields by their label's
+// text, buttons by their words.
+const (
+	emailField    = chromedp.Search(`//input[@id=//label[normalize-space()="Email"]/@for]`)
+	passwordField = chromedp.Search(`//input[@id=//label[normalize-space()="Password"]/@for]`)
+	orgSelect     = chromedp.Search(`//select[@id=//label[normalize-space()="Organization"]/@for]`)
+	signInButton  = chromedp.Search(`//button[normalize-space()="Sign in"]`)
+	approveButton = chromedp.Search(`//button[normalize-space()="Approve"]`)
+	denyButton    = chromedp.Search(`//button[normalize-space()="Deny"]`)
+)
+
+// TestBrowserConsentFlow signs in and approves in a real browser, then, in
+// a second tab of the same browser (still signed in), denies. Set
+// WAYBILL_SCREENSHOTS to a directory to keep screenshots of the login and
+// consent pages there.
+func TestBrowserConsentFlow(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is missing; .ci/run installs it in its chromium section: %v", chromiumPath, err)
+		}
+		t.Skipf("%s is missing, so the browser test cannot run; install it with apt-get install chromium", chromiumPath)
+	}
+
+	f := newConsentFixture(t)
+	// The app's redirect URI is a handler on the same server, which
+	// records what the browser brings back.
+	redirectURI := f.http.URL + "/callback"
+	require.NoError(t, f.store.CreateApp(t.Context(), &App{
+		ID: "app-browser", ClientID: "client-browser", Name: "Dispatch Board", OrganizationID: consentAcme,
+		Scopes: []string{"svc:orders:read", "svc:shipments:write"}, RedirectURIs: []string{redirectURI},
+	}))
+	callbacks := make(chan url.Values, 4)
+	f.mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
+		callbacks <- r.URL.Query()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<!doctype html><title>Dispatch Board</title><p>Back at the app.</p>"))
+	})
+	request := func(state string) string {
+		req := validRequest()
+		req.ClientID, req.RedirectURI, req.State = "client-browser", redirectURI, state
+		return f.http.URL + authorizeURL(req)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	userData, err := os.MkdirTemp("", "waybill-chromium-")
+	require.NoError(t, err)
+	defer os.RemoveAll(userData) // after the browser has stopped (the deferred cancels run first)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(userData),
+		chromedp.WindowSize(1024, 900),
+	)
+	defer cancelAlloc()
+	browser, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+
+	screenshot := func(name string) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, tt *chromedp.Target) error {
+			dir := os.Getenv("WAYBILL_SCREENSHOTS")
+			if dir == "" {
+				return nil
+			}
+			png, err := chromedp.CaptureScreenshot()(ctx, tt)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644)
+		})
+	}
+	// callback waits for the browser to arrive at the app.
+	callback := func(t *testing.T) url.Values {
+		t.Helper()
+		select {
+		case q := <-callbacks:
+			return q
+		case <-ctx.Done():
+			t.Fatal("the browser never came back to the app's redirect URI")
+			return nil
+		}
+	}
+
+	t.Run("sign in and approve", func(t *testing.T) {
+		require.NoError(t, chromedp.Do(browser,
+			chromedp.Navigate(request("state-approve")),
+			chromedp.WaitVisible(emailField),
+			screenshot("login"),
+			chromedp.SendKeys(emailField, "alice@example.com"),
+			chromedp.SendKeys(passwordField, consentPassword),
+			chromedp.Click(signInButton),
+			chromedp.WaitVisible(orgSelect),
+		))
+		text, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS("main")))
+		require.NoError(t, err)
+		for _, want := range []string{"Dispatch Board", "Read orders", "svc:orders:read",
+			"Create, change and delete shipments", "svc:shipments:write", "alice@example.com"} {
+			assert.Contains(t, text, want)
+		}
+		require.NoError(t, chromedp.Do(browser,
+			screenshot("consent"),
+			chromedp.SendKeys(orgSelect, "Globex Freight"), // typing picks the option, as with a keyboard
+		))
+		chosen, err := chromedp.Run(browser, chromedp.Value(orgSelect))
+		require.NoError(t, err)
+		require.Equal(t, consentGlobex, chosen)
+		require.NoError(t, chromedp.Do(browser, chromedp.Click(approveButton)))
+
+		q := callback(t)
+		assert.Equal(t, "state-approve", q.Get("state"))
+		assert.False(t, q.Has("error"), "error=%s: %s", q.Get("error"), q.Get("error_description"))
+		code := q.Get("code")
+		require.NotEmpty(t, code)
+		stored := f.store.codeFor(code)
+		require.NotNil(t, stored)
+		assert.Equal(t, consentAlice, stored.UserID)
+		assert.Equal(t, consentGlobex, stored.OrganizationID)
+		assert.Equal(t, "client-browser", stored.ClientID)
+		assert.Equal(t, redirectURI, stored.RedirectURI)
+	})
+
+	t.Run("deny in a second tab", func(t *testing.T) {
+		tab, cancelTab := chromedp.NewContext(browser)
+		defer cancelTab()
+		require.NoError(t, chromedp.Do(tab,
+			chromedp.Navigate(request("state-deny")),
+			chromedp.WaitVisible(denyButton), // still signed in: no sign-in page
+			chromedp.Click(denyButton),
+		))
+		q := callback(t)
+		assert.Equal(t, "access_denied", q.Get("error"))
+		assert.Equal(t, "state-deny", q.Get("state"))
+		assert.False(t, q.Has("code"))
+	})
+}

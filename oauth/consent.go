@@ -1,0 +1,665 @@
+package oauth
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+)
+
+// This file is the browser side of the authorization-code flow (SPEC
+// section 5.1): the authorization endpoint, the product sign-in page and
+// the consent page, as plain server-rendered HTML that works without
+// JavaScript.
+//
+//	GET  /auth/v1/oauth/authorize  check the request; no session: 303 to the login page;
+//	                               session: the consent page
+//	GET  /auth/v1/login            the sign-in form
+//	POST /auth/v1/login            sign in, set the session cookie, 303 back to authorize
+//	POST /auth/v1/oauth/consent    approve (code) or deny (access_denied), back to the app
+//
+// Decisions:
+//
+//   - An authorization request with an unknown client or a redirect URI that
+//     is not registered is answered with an HTML error page (400), never a
+//     redirect; every other error goes back to the redirect URI with error,
+//     error_description, state and iss (RFC 6749 section 4.1.2.1, RFC 9207).
+//     The parameters are appended to the query the registered redirect URI
+//     already has, which is kept byte for byte.
+//   - Redirects answering GET /authorize are 302 (RFC 6749's example);
+//     redirects answering a form POST are 303, so the browser follows with GET.
+//   - The session is a cookie, not a server-side record: user id, email,
+//     expiry (12 hours) and a random nonce, HMAC-SHA256-signed with a key
+//     derived from the current signing key. Rotating the signing key thus
+//     signs every browser out; nothing needs storing. It is HttpOnly,
+//     SameSite=Lax (the app sends the browser to /authorize from another
+//     site, a top-level GET that Lax still carries), scoped to /auth/v1/,
+//     and Secure when Server.SecureCookies is set.
+//   - CSRF: the consent form's token is an HMAC of the session's nonce. The
+//     login form has no session yet, so it uses a double-submit cookie: a
+//     random waybill_csrf cookie whose HMAC is the hidden field. Tokens are
+//     compared with hmac.Equal; a POST without a valid one is a 403 page.
+//   - Failed sign-in re-renders the form with 401 and one message for an
+//     unknown email and a wrong password alike, so the page does not tell
+//     which accounts exist. (401 without WWW-Authenticate: this is a form,
+//     not HTTP authentication; the status lets logs count failed sign-ins.)
+//   - After sign-in the browser goes back only to a local authorize URL,
+//     rebuilt from its parsed parameters, so the login page is no open
+//     redirect; any other return value ends on a "signed in" page.
+//   - The hidden fields of the consent form are never trusted: the request
+//     is checked again on POST, and the organization must be one of the
+//     user's memberships (else a 400 page). Consent is asked at every
+//     authorization, since the organization is chosen each time.
+//   - With several organizations the select starts on "Choose an
+//     organization", so that nobody grants the wrong tenant by accident; a
+//     single one is chosen in advance.
+//   - A user without an organization gets a page that says so, whose one
+//     button sends the app access_denied, so the app's flow ends cleanly.
+//   - Every decision on the consent page is logged at Info (app, user,
+//     organization, scopes), never the code; sign-in failures are not
+//     logged, since their only detail would be an email address.
+//   - Every page is sent no-store, with X-Frame-Options DENY and a
+//     Content-Security-Policy that allows inline style only, no script, no
+//     framing, and form posts to this origin plus the app's redirect origin
+//     (Chromium applies form-action to the redirect after a form post).
+
+// Cookie names and lifetimes of the browser flow.
+const (
+	sessionCookieName   = "waybill_session"
+	loginCSRFCookieName = "waybill_csrf"
+	sessionCookiePath   = "/auth/v1/"
+	sessionTTL          = 12 * time.Hour
+)
+
+// The names of the form fields besides the authorization request's own.
+const (
+	fieldCSRF         = "csrf_token"
+	fieldReturn       = "return"
+	fieldDecision     = "decision"
+	fieldOrganization = "organization_id"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// pages are the flow's HTML templates, parsed once when the package loads
+// and never changed after: layout.html defines the frame every page shares,
+// the others are the pages, named by their file.
+var pages = template.Must(template.ParseFS(templateFS, "templates/*.html"))
+
+// mountConsent registers the browser side of the authorization-code flow
+// on mux: the authorization endpoint, the sign-in page and the consent
+// form's target.
+func (s *Server) mountConsent(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+PathAuthorize, s.handleAuthorize)
+	mux.HandleFunc("GET "+PathLogin, s.handleLogin)
+	mux.HandleFunc("POST "+PathLogin, s.handleLogin)
+	mux.HandleFunc("POST "+PathConsent, s.handleConsent)
+}
+
+// handleAuthorize is GET /auth/v1/oauth/authorize (RFC 6749 section 4.1.1
+// with PKCE). A valid request from a signed-in browser gets the consent
+// page; one without a session goes to the sign-in page first, and comes
+// back here after it.
+func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+	req := authorizationRequestFrom(r.URL.Query())
+	app, scopes, err := s.CheckAuthorization(r.Context(), req)
+	if err != nil {
+		s.authorizationFailed(w, r, app, req, err, http.StatusFound)
+		return
+	}
+	sess, ok := s.sessionFrom(r)
+	if !ok {
+		s.redirectLocal(w, loginURL(authorizeURL(req)))
+		return
+	}
+	s.renderConsent(w, r, app, req, scopes, sess)
+}
+
+// handleLogin is GET and POST /auth/v1/login, the product sign-in form.
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		ret, _ := localAuthorizeURL(r.URL.Query().Get(fieldReturn))
+		s.renderLogin(w, r, http.StatusOK, ret, "", "")
+		return
+	}
+	form, ok := s.readForm(w, r)
+	if !ok {
+		return
+	}
+	ret, _ := localAuthorizeURL(form.Get(fieldReturn))
+	if !s.loginCSRFValid(r, form.Get(fieldCSRF)) {
+		s.renderMessage(w, r, http.StatusForbidden, message{
+			Title:    "Your sign-in form has expired",
+			Text:     "The form could not be verified: it may be too old, or this browser may not keep cookies for this site. Load the sign-in page again and try once more.",
+			Link:     loginURL(ret),
+			LinkText: "Back to sign-in",
+		})
+		return
+	}
+	email := strings.TrimSpace(form.Get("email"))
+	password := form.Get("password")
+	if email == "" || password == "" {
+		s.renderLogin(w, r, http.StatusUnauthorized, ret, email, "Enter your email and your password.")
+		return
+	}
+	user, err := s.Directory.Authenticate(r.Context(), email, password)
+	switch {
+	case errors.Is(err, ErrBadCredentials):
+		s.renderLogin(w, r, http.StatusUnauthorized, ret, email, "The email or password is not correct.")
+		return
+	case err != nil:
+		s.internalError(w, r, "authenticate user", err)
+		return
+	}
+	s.setSession(w, s.newSession(user))
+	if ret != "" {
+		s.redirectLocal(w, ret)
+		return
+	}
+	s.renderMessage(w, r, http.StatusOK, message{
+		Title: "You are signed in",
+		Text:  "You are signed in as " + user.Email + ". You can close this window and go back to the application you came from.",
+	})
+}
+
+// handleConsent is POST /auth/v1/oauth/consent, the consent form's target.
+// It trusts nothing of the form but the user's choice: the session and the
+// CSRF token are checked, the authorization request is checked again, and
+// the organization must be one of the user's.
+func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
+	form, ok := s.readForm(w, r)
+	if !ok {
+		return
+	}
+	req := authorizationRequestFrom(form)
+	sess, ok := s.sessionFrom(r)
+	if !ok {
+		s.renderMessage(w, r, http.StatusForbidden, message{
+			Title:    "You are no longer signed in",
+			Text:     "Your sign-in has expired, so this answer was not sent. Sign in again to continue.",
+			Link:     loginURL(authorizeURL(req)),
+			LinkText: "Sign in again",
+		})
+		return
+	}
+	if !hmac.Equal([]byte(form.Get(fieldCSRF)), []byte(s.consentCSRF(sess))) {
+		s.renderMessage(w, r, http.StatusForbidden, message{
+			Title:    "This page has expired",
+			Text:     "The consent form could not be verified, so nothing was sent to the application. Go back to the application and start again.",
+			Link:     authorizeURL(req),
+			LinkText: "Show the request again",
+		})
+		return
+	}
+	app, scopes, err := s.CheckAuthorization(r.Context(), req)
+	if err != nil {
+		s.authorizationFailed(w, r, app, req, err, http.StatusSeeOther)
+		return
+	}
+	switch form.Get(fieldDecision) {
+	case "deny":
+		s.logger().InfoContext(r.Context(), "consent denied", "client_id", app.ClientID, "user_id", sess.UserID)
+		s.redirectToClient(w, req, url.Values{
+			"error":             {apierrors.CodeAccessDenied},
+			"error_description": {"the user denied the request"},
+		}, http.StatusSeeOther)
+	case "approve":
+		memberships, err := s.Directory.Memberships(r.Context(), sess.UserID)
+		if err != nil {
+			s.internalError(w, r, "list memberships", err)
+			return
+		}
+		org := form.Get(fieldOrganization)
+		if org == "" {
+			s.renderMessage(w, r, http.StatusBadRequest, message{
+				Title:    "Choose an organization",
+				Text:     "Choose the organization to give access to, then approve again. Nothing was sent to the application.",
+				Link:     authorizeURL(req),
+				LinkText: "Show the request again",
+			})
+			return
+		}
+		if !slices.ContainsFunc(memberships, func(m Membership) bool { return m.OrganizationID == org }) {
+			s.renderMessage(w, r, http.StatusBadRequest, message{
+				Title:    "Choose one of your organizations",
+				Text:     "The organization in this answer is not one you belong to, so nothing was sent to the application.",
+				Link:     authorizeURL(req),
+				LinkText: "Show the request again",
+			})
+			return
+		}
+		code, err := s.IssueCode(r.Context(), app, req, scopes, sess.UserID, org)
+		if err != nil {
+			s.internalError(w, r, "issue code", err)
+			return
+		}
+		s.logger().InfoContext(r.Context(), "consent approved", "client_id", app.ClientID, "user_id", sess.UserID,
+			"organization_id", org, "scope", FormatScope(scopes))
+		s.redirectToClient(w, req, url.Values{"code": {code}}, http.StatusSeeOther)
+	default:
+		s.renderMessage(w, r, http.StatusBadRequest, message{
+			Title:    "Approve or deny",
+			Text:     "The answer was neither Approve nor Deny, so nothing was sent to the application.",
+			Link:     authorizeURL(req),
+			LinkText: "Show the request again",
+		})
+	}
+}
+
+// authorizationFailed answers a request that CheckAuthorization refused.
+// Without an app (unknown client, unregistered redirect URI) the user gets
+// an error page and is never redirected; with one the error goes back to
+// the app's redirect URI with status (302 or 303). A server error goes
+// back to the app too, as server_error, when the app is known.
+func (s *Server) authorizationFailed(w http.ResponseWriter, r *http.Request, app *App, req AuthorizationRequest, err error, status int) {
+	e, ok := apierrors.As(err)
+	if !ok {
+		e = apierrors.Internal(err)
+	}
+	if e.Code == apierrors.CodeServerError {
+		s.logger().ErrorContext(r.Context(), "authorization request failed", "client_id", req.ClientID, "error", err)
+	}
+	if app != nil {
+		s.redirectToClient(w, req, url.Values{"error": {e.Code}, "error_description": {e.Description}}, status)
+		return
+	}
+	if e.Code == apierrors.CodeServerError {
+		s.renderMessage(w, r, http.StatusInternalServerError, serverErrorMessage)
+		return
+	}
+	s.renderMessage(w, r, http.StatusBadRequest, message{
+		Title: "This authorization link is not valid",
+		Text: "The application that sent you here is not registered, or it asked to send you back to an address " +
+			"it has not registered. For your safety you were not sent back. Tell the application's developer what went wrong:",
+		Detail: e.Description,
+	})
+}
+
+// redirectToClient sends the browser back to the request's redirect URI,
+// which CheckAuthorization has verified is registered, with params, the
+// request's state and the issuer (RFC 9207) appended to its query.
+func (s *Server) redirectToClient(w http.ResponseWriter, req AuthorizationRequest, params url.Values, status int) {
+	if req.State != "" {
+		params.Set("state", req.State)
+	}
+	if s.Issuer != "" {
+		params.Set("iss", s.Issuer)
+	}
+	target := req.RedirectURI
+	switch {
+	case !strings.Contains(target, "?"):
+		target += "?"
+	case !strings.HasSuffix(target, "?") && !strings.HasSuffix(target, "&"):
+		target += "&"
+	}
+	target += params.Encode()
+	h := w.Header()
+	h.Set("Location", target)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+}
+
+// redirectLocal sends the browser to a path of this server with 303.
+func (s *Server) redirectLocal(w http.ResponseWriter, path string) {
+	h := w.Header()
+	h.Set("Location", path)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// readForm parses a urlencoded POST body of at most maxRequestBytes; on
+// failure it answers with an error page and returns false. Only the body
+// counts: parameters in the query string of a POST are ignored.
+func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
+	if err := r.ParseForm(); err != nil {
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		s.renderMessage(w, r, status, message{
+			Title: "The form could not be read",
+			Text:  "The browser sent a form this page does not understand. Go back and try again.",
+		})
+		return nil, false
+	}
+	return r.PostForm, true
+}
+
+// internalError logs err and answers with the generic error page.
+func (s *Server) internalError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	s.logger().ErrorContext(r.Context(), "consent flow: "+what, "path", r.URL.Path, "error", err)
+	s.renderMessage(w, r, http.StatusInternalServerError, serverErrorMessage)
+}
+
+// authorizeURL is the local URL of the authorization endpoint for req:
+// where the sign-in page sends the browser back to.
+func authorizeURL(req AuthorizationRequest) string {
+	return PathAuthorize + "?" + req.values().Encode()
+}
+
+// loginURL is the sign-in page's URL, coming back to ret when it is not
+// empty.
+func loginURL(ret string) string {
+	if ret == "" {
+		return PathLogin
+	}
+	return PathLogin + "?" + url.Values{fieldReturn: {ret}}.Encode()
+}
+
+// localAuthorizeURL returns the URL to go back to after sign-in: raw when
+// it is this server's authorization endpoint, rebuilt from the
+// authorization request parameters it carries (so nothing else survives);
+// false for anything else, an absolute URL, "//host/...", "/\host" or
+// another path included. This is what keeps the sign-in page from being an
+// open redirect.
+func localAuthorizeURL(raw string) (string, bool) {
+	rest, ok := strings.CutPrefix(raw, PathAuthorize)
+	if !ok || (rest != "" && rest[0] != '?') {
+		return "", false
+	}
+	q, err := url.ParseQuery(strings.TrimPrefix(rest, "?"))
+	if err != nil {
+		return "", false
+	}
+	return authorizeURL(authorizationRequestFrom(q)), true
+}
+
+// session is a signed-in browser, carried in the session cookie.
+type session struct {
+	UserID string `json:"u"`
+	// Email is shown on the consent page ("Signed in as").
+	Email string `json:"m"`
+	// Expires is the Unix time at which the session ends.
+	Expires int64 `json:"e"`
+	// Nonce is random per sign-in; the consent form's CSRF token is its HMAC.
+	Nonce string `json:"n"`
+}
+
+// newSession starts a session for user.
+func (s *Server) newSession(user User) session {
+	return session{UserID: user.ID, Email: user.Email, Expires: s.now().Add(sessionTTL).Unix(), Nonce: NewSecret()}
+}
+
+// mac returns the HMAC-SHA256 of msg under the key derived for purpose.
+func (s *Server) mac(purpose, msg string) []byte {
+	m := hmac.New(sha256.New, s.Keys.derive(purpose))
+	m.Write([]byte(msg))
+	return m.Sum(nil)
+}
+
+// sealSession encodes sess as a cookie value: base64url(JSON) "."
+// base64url(HMAC of the first part).
+func (s *Server) sealSession(sess session) string {
+	payload, _ := json.Marshal(sess) // four strings and an int cannot fail
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	return p + "." + base64.RawURLEncoding.EncodeToString(s.mac("session", p))
+}
+
+// openSession decodes a cookie value made by sealSession; false when its
+// signature does not verify, it has expired, or it is malformed.
+func (s *Server) openSession(value string) (session, bool) {
+	p, sig, ok := strings.Cut(value, ".")
+	if !ok {
+		return session{}, false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, s.mac("session", p)) {
+		return session{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return session{}, false
+	}
+	var sess session
+	if err := json.Unmarshal(payload, &sess); err != nil || sess.UserID == "" || sess.Nonce == "" {
+		return session{}, false
+	}
+	if !s.now().Before(time.Unix(sess.Expires, 0)) {
+		return session{}, false
+	}
+	return sess, true
+}
+
+// sessionFrom returns the request's session, if it has a valid one. Of
+// several cookies of that name (set for other paths, say) the first valid
+// one counts.
+func (s *Server) sessionFrom(r *http.Request) (session, bool) {
+	for _, c := range r.CookiesNamed(sessionCookieName) {
+		if sess, ok := s.openSession(c.Value); ok {
+			return sess, true
+		}
+	}
+	return session{}, false
+}
+
+// setSession sets the session cookie.
+func (s *Server) setSession(w http.ResponseWriter, sess session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: sessionCookieName, Value: s.sealSession(sess), Path: sessionCookiePath,
+		MaxAge: int(sessionTTL / time.Second), HttpOnly: true, Secure: s.SecureCookies,
+		SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// consentCSRF is the consent form's CSRF token for sess.
+func (s *Server) consentCSRF(sess session) string {
+	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", "consent\x00"+sess.Nonce))
+}
+
+// loginCSRF is the login form's CSRF token for the value of its
+// double-submit cookie.
+func (s *Server) loginCSRF(cookie string) string {
+	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", "login\x00"+cookie))
+}
+
+// loginCSRFCookie returns the value of the login form's double-submit
+// cookie, setting a new one when the browser has none. The cookie is kept
+// across page loads so that two open sign-in tabs both work.
+func (s *Server) loginCSRFCookie(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(loginCSRFCookieName); err == nil && ValidChallenge(c.Value) {
+		return c.Value // 43 base64url characters, as NewSecret makes them
+	}
+	v := NewSecret()
+	http.SetCookie(w, &http.Cookie{
+		Name: loginCSRFCookieName, Value: v, Path: PathLogin,
+		HttpOnly: true, Secure: s.SecureCookies, SameSite: http.SameSiteLaxMode,
+	})
+	return v
+}
+
+// loginCSRFValid reports whether token is the login form's token for the
+// request's double-submit cookie.
+func (s *Server) loginCSRFValid(r *http.Request, token string) bool {
+	c, err := r.Cookie(loginCSRFCookieName)
+	if err != nil || c.Value == "" || token == "" {
+		return false
+	}
+	return hmac.Equal([]byte(token), []byte(s.loginCSRF(c.Value)))
+}
+
+// loginPage is the data of login.html.
+type loginPage struct {
+	Title string
+	// AppName is the app the user signs in for, when the return URL names one.
+	AppName string
+	Email   string
+	Error   string
+	CSRF    string
+	Return  string
+}
+
+// renderLogin renders the sign-in form. ret is the local authorize URL to
+// go back to, or "". When it names a registered app and redirect URI, the
+// page names the app, and its redirect origin joins form-action: the
+// browser may end on it if the request fails after sign-in.
+func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int, ret, email, problem string) {
+	page := loginPage{Title: "Sign in", Email: email, Error: problem, Return: ret}
+	page.CSRF = s.loginCSRF(s.loginCSRFCookie(w, r))
+	formAction := []string{"'self'"}
+	if ret != "" {
+		q, _ := url.ParseQuery(strings.TrimPrefix(ret, PathAuthorize+"?")) // rebuilt by localAuthorizeURL
+		req := authorizationRequestFrom(q)
+		if app, _, _ := s.CheckAuthorization(r.Context(), req); app != nil {
+			page.AppName = app.Name
+			formAction = appendSource(formAction, req.RedirectURI)
+		}
+	}
+	s.render(w, r, status, "login.html", page, formAction)
+}
+
+// consentPage is the data of consent.html.
+type consentPage struct {
+	Title   string
+	AppName string
+	Email   string
+	// SwitchUser is the sign-in page, coming back to this request.
+	SwitchUser string
+	// RedirectHost is where the answer goes, shown to the user.
+	RedirectHost  string
+	Scopes        []scopeLine
+	Organizations []Membership
+	// Fields are the authorization request's parameters, sent back as
+	// hidden fields.
+	Fields []field
+	CSRF   string
+}
+
+// scopeLine is one requested scope: in words, and its raw name.
+type scopeLine struct {
+	Name string
+	// Description is the scope in words, or "" when there are none beyond
+	// the name.
+	Description string
+}
+
+// field is a hidden form field.
+type field struct{ Name, Value string }
+
+// renderConsent renders the consent page for a checked request, or the
+// page of a user who belongs to no organization.
+func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, app *App, req AuthorizationRequest, scopes []string, sess session) {
+	memberships, err := s.Directory.Memberships(r.Context(), sess.UserID)
+	if err != nil {
+		s.internalError(w, r, "list memberships", err)
+		return
+	}
+	describe := s.DescribeScope
+	if describe == nil {
+		describe = DescribeScope
+	}
+	page := consentPage{
+		Title: "Allow " + app.Name, AppName: app.Name, Email: sess.Email,
+		SwitchUser: loginURL(authorizeURL(req)), RedirectHost: redirectHost(req.RedirectURI),
+		Organizations: memberships, CSRF: s.consentCSRF(sess),
+	}
+	if len(memberships) == 0 {
+		page.Title = "No organization"
+	}
+	for _, sc := range scopes {
+		line := scopeLine{Name: sc, Description: describe(sc)}
+		if line.Description == sc {
+			line.Description = ""
+		}
+		page.Scopes = append(page.Scopes, line)
+	}
+	values := req.values()
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		page.Fields = append(page.Fields, field{Name: k, Value: values.Get(k)})
+	}
+	s.render(w, r, http.StatusOK, "consent.html", page, appendSource([]string{"'self'"}, req.RedirectURI))
+}
+
+// redirectHost is the host (or, for a custom scheme, the scheme) of a
+// redirect URI, to tell the user where the answer goes.
+func redirectHost(redirectURI string) string {
+	u, err := url.Parse(redirectURI)
+	switch {
+	case err != nil:
+		return redirectURI
+	case u.Host != "":
+		return u.Host
+	}
+	return u.Scheme + ":"
+}
+
+// appendSource adds the origin of redirectURI to a CSP source list: its
+// scheme and host, or, for a custom scheme without a host, the scheme. A
+// URI with characters a CSP source may not hold adds nothing.
+func appendSource(sources []string, redirectURI string) []string {
+	u, err := url.Parse(redirectURI)
+	if err != nil || u.Scheme == "" {
+		return sources
+	}
+	src := u.Scheme + ":"
+	if u.Host != "" {
+		src = u.Scheme + "://" + u.Host
+	}
+	for _, c := range src {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.ContainsRune("+-.:/[]", c)) {
+			return sources
+		}
+	}
+	return append(sources, src)
+}
+
+// message is the data of message.html: a page that tells one thing.
+type message struct {
+	Title string
+	Text  string
+	// Detail is shown under Text in a smaller type, e.g. the technical reason.
+	Detail string
+	// Link, a local URL, and LinkText make an optional way on.
+	Link, LinkText string
+}
+
+var serverErrorMessage = message{
+	Title: "Something went wrong",
+	Text:  "The server could not complete this step. Try again in a moment; if it keeps happening, tell the application's support.",
+}
+
+// renderMessage renders message.html, a page without a form.
+func (s *Server) renderMessage(w http.ResponseWriter, r *http.Request, status int, m message) {
+	s.render(w, r, status, "message.html", m, []string{"'none'"})
+}
+
+// render executes the template name with data and sends it with status and
+// the headers every page of the flow carries. formAction is the CSP
+// form-action source list. The page is rendered before anything is sent,
+// so a template error is a clean 500.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, data any, formAction []string) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		s.logger().ErrorContext(r.Context(), "consent flow: render page", "template", name, "error", err)
+		http.Error(w, "internal server error", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action "+
+		strings.Join(formAction, " ")+"; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(buf.Bytes()) // a write error means the browser left
+}

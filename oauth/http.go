@@ -1,0 +1,571 @@
+package oauth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+)
+
+// The paths the server answers (SPEC section 5.1).
+const (
+	PathAuthorize   = "/auth/v1/oauth/authorize"
+	PathLogin       = "/auth/v1/login"
+	PathConsent     = "/auth/v1/oauth/consent"
+	PathToken       = "/auth/v1/oauth/token"
+	PathEdgeToken   = "/functions/v1/oauth-token"
+	PathV1Token     = "/v1/oauth/token"
+	PathUserToken   = "/auth/v1/token"
+	PathApps        = "/auth/v1/oauth/apps"
+	PathRevoke      = "/auth/v1/oauth/revoke"
+	PathIntrospect  = "/auth/v1/oauth/introspect"
+	PathMetadata    = "/.well-known/oauth-authorization-server"
+	maxRequestBytes = 64 << 10
+)
+
+// Handler returns every endpoint of the token service on one mux. Mount it
+// at the root of the server: its paths are absolute. Wrap it, or single
+// endpoints from Mount, in rate limiting as needed.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.Mount(mux)
+	return mux
+}
+
+// Mount registers every endpoint of the token service on mux.
+func (s *Server) Mount(mux *http.ServeMux) {
+	mux.HandleFunc("POST "+PathToken, s.handleToken(allGrants))
+	mux.HandleFunc("POST "+PathEdgeToken, s.handleToken(clientCredentialsOnly))
+	mux.HandleFunc("POST "+PathV1Token, s.handleToken(clientCredentialsOnly))
+	mux.HandleFunc("POST "+PathUserToken, s.handleUserToken)
+	mux.HandleFunc("POST "+PathApps, s.handleRegisterApp)
+	mux.HandleFunc("POST "+PathApps+"/{client_id}/rotate-secret", s.handleRotateSecret)
+	mux.HandleFunc("POST "+PathRevoke, s.handleRevoke)
+	mux.HandleFunc("POST "+PathIntrospect, s.handleIntrospect)
+	mux.HandleFunc("GET "+PathMetadata, s.handleMetadata)
+	s.mountConsent(mux)
+}
+
+type grantSet int
+
+const (
+	allGrants grantSet = iota
+	clientCredentialsOnly
+)
+
+// handleToken is the token endpoint (RFC 6749 section 3.2). The client is
+// authenticated before any code or refresh token is looked at, so a failed
+// authentication never spends a grant.
+func (s *Server) handleToken(grants grantSet) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Pragma", "no-cache")
+		tok, err := s.token(r, grants)
+		if err != nil {
+			apierrors.Write(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, tokenResponse(tok))
+	}
+}
+
+func (s *Server) token(r *http.Request, grants grantSet) (*Token, error) {
+	form, err := readParams(r)
+	if err != nil {
+		return nil, err
+	}
+	client, err := readClient(r, form)
+	if err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	grant := form.Get("grant_type")
+	switch {
+	case grant == "":
+		return nil, apierrors.InvalidRequest("grant_type is required")
+	case grants == clientCredentialsOnly && grant != "client_credentials":
+		return nil, apierrors.UnsupportedGrantType("this endpoint takes only grant_type=client_credentials")
+	}
+	switch grant {
+	case "client_credentials":
+		app, err := s.AuthenticateClient(ctx, client.id, client.secret, client.scheme)
+		if err != nil {
+			return nil, err
+		}
+		return s.ClientCredentials(ctx, app, form.Get("scope"))
+	case "authorization_code":
+		app, err := s.AuthenticateClient(ctx, client.id, client.secret, client.scheme)
+		if err != nil {
+			return nil, err
+		}
+		return s.ExchangeCode(ctx, app, form.Get("code"), form.Get("redirect_uri"), form.Get("code_verifier"))
+	case "refresh_token":
+		if client.secret != "" {
+			if _, err := s.AuthenticateClient(ctx, client.id, client.secret, client.scheme); err != nil {
+				return nil, err
+			}
+		}
+		return s.Refresh(ctx, client.id, form.Get("refresh_token"))
+	}
+	return nil, apierrors.UnsupportedGrantType("grant_type %q is not supported", truncate(grant, 64))
+}
+
+// tokenResponse is the JSON of a token response (RFC 6749 section 5.1,
+// with the client-credentials fields of the seed).
+func tokenResponse(t *Token) any {
+	type base struct {
+		AccessToken  string `json:"access_token"`
+		TokenType    string `json:"token_type"`
+		ExpiresIn    int    `json:"expires_in"`
+		RefreshToken string `json:"refresh_token,omitempty"`
+		Scope        string `json:"scope"`
+	}
+	b := base{t.AccessToken, t.TokenType, t.ExpiresIn, t.RefreshToken, FormatScope(t.Scopes)}
+	if t.Claims.ClientCredentials() {
+		return struct {
+			base
+			OrganizationID string   `json:"organization_id"`
+			BranchIDs      []string `json:"branch_ids"`
+		}{b, t.Claims.OrganizationID, nonNil(t.Claims.BranchIDs)}
+	}
+	return b
+}
+
+// clientAuth is the client authentication a request carried.
+type clientAuth struct {
+	id, secret string
+	// scheme is "Basic" for HTTP Basic, "" for the request body.
+	scheme string
+}
+
+// readClient reads the client authentication from HTTP Basic, whose id and
+// secret are form-urlencoded before base64 (RFC 6749 section 2.3.1), or
+// from client_id and client_secret in the body. Using both is an error.
+func readClient(r *http.Request, form url.Values) (clientAuth, error) {
+	user, pass, basic := r.BasicAuth()
+	if !basic {
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Basic ") {
+			return clientAuth{}, apierrors.InvalidClient("Basic", "the Basic credentials are malformed")
+		}
+		return clientAuth{id: form.Get("client_id"), secret: form.Get("client_secret")}, nil
+	}
+	id, err1 := url.QueryUnescape(user)
+	secret, err2 := url.QueryUnescape(pass)
+	if err1 != nil || err2 != nil {
+		return clientAuth{}, apierrors.InvalidClient("Basic", "the Basic credentials are not form-urlencoded")
+	}
+	if form.Get("client_secret") != "" {
+		return clientAuth{}, apierrors.InvalidRequest("use one client authentication method, not HTTP Basic and client_secret both")
+	}
+	if bodyID := form.Get("client_id"); bodyID != "" && bodyID != id {
+		return clientAuth{}, apierrors.InvalidRequest("client_id in the body differs from the Basic credentials")
+	}
+	return clientAuth{id: id, secret: secret, scheme: "Basic"}, nil
+}
+
+// readParams reads the parameters of a POST body that is
+// application/x-www-form-urlencoded or a JSON object of strings. A
+// parameter may appear once (RFC 6749 section 3.2).
+func readParams(r *http.Request) (url.Values, error) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, apierrors.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	if err != nil {
+		return nil, apierrors.InvalidRequest("the request body could not be read")
+	}
+	if len(body) > maxRequestBytes {
+		return nil, apierrors.PayloadTooLarge(maxRequestBytes)
+	}
+	return parseParams(ct, body)
+}
+
+// parseParams parses a token request body of media type ct.
+func parseParams(ct string, body []byte) (url.Values, error) {
+	switch ct {
+	case "application/x-www-form-urlencoded":
+		v, err := url.ParseQuery(string(body))
+		if err != nil {
+			return nil, apierrors.InvalidRequest("the form body does not decode")
+		}
+		for k, vs := range v {
+			if len(vs) > 1 {
+				return nil, apierrors.InvalidRequest("parameter %q is given more than once", truncate(k, 64))
+			}
+		}
+		return v, nil
+	case "application/json":
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(string(body)))
+		if err := dec.Decode(&m); err != nil || m == nil || dec.More() {
+			return nil, apierrors.InvalidRequest("the body must be one JSON object")
+		}
+		v := url.Values{}
+		for k, val := range m {
+			switch val := val.(type) {
+			case string:
+				v.Set(k, val)
+			case []any: // a scope given as an array of strings
+				parts := make([]string, 0, len(val))
+				for _, p := range val {
+					ps, ok := p.(string)
+					if !ok {
+						return nil, apierrors.InvalidRequest("parameter %q must be a string", truncate(k, 64))
+					}
+					parts = append(parts, ps)
+				}
+				v.Set(k, strings.Join(parts, " "))
+			case nil:
+			default:
+				return nil, apierrors.InvalidRequest("parameter %q must be a string", truncate(k, 64))
+			}
+		}
+		return v, nil
+	}
+	return nil, apierrors.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
+}
+
+// handleUserToken is the product user sign-in: POST
+// /auth/v1/token?grant_type=password with {email, password}.
+func (s *Server) handleUserToken(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	tok, err := s.userSignIn(r)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		ExpiresIn   int    `json:"expires_in"`
+	}{tok.AccessToken, tok.TokenType, tok.ExpiresIn})
+}
+
+func (s *Server) userSignIn(r *http.Request) (*Token, error) {
+	if gt := r.URL.Query().Get("grant_type"); gt != "password" {
+		return nil, apierrors.UnsupportedGrantType("use grant_type=password")
+	}
+	form, err := readParams(r)
+	if err != nil {
+		return nil, err
+	}
+	email, password := form.Get("email"), form.Get("password")
+	if email == "" || password == "" {
+		return nil, apierrors.InvalidRequest("email and password are required")
+	}
+	return s.SignInUser(r.Context(), email, password)
+}
+
+// productUser authenticates the product user token of r. A missing or bad
+// token is 401; an OAuth access token is invalid_token_type.
+func (s *Server) productUser(r *http.Request) (*Claims, error) {
+	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || raw == "" {
+		return nil, apierrors.Unauthorized("a product user token is required")
+	}
+	c, err := NewVerifier(s.Keys, s.Issuer).Verify(r.Context(), raw)
+	if err != nil {
+		return nil, err
+	}
+	if c.OAuth() {
+		return nil, apierrors.InvalidTokenType("app registration takes a product user token, not an OAuth access token")
+	}
+	return c, nil
+}
+
+// requireAdmin checks that user administers organizationID. A user who is
+// not a member at all gets 404, so the organization's existence is not
+// revealed; a member who is no admin gets 403.
+func (s *Server) requireAdmin(r *http.Request, user *Claims, organizationID string) error {
+	ms, err := s.Directory.Memberships(r.Context(), user.Subject)
+	if err != nil {
+		return apierrors.Internal(fmt.Errorf("oauth: memberships: %w", err))
+	}
+	for _, m := range ms {
+		if m.OrganizationID == organizationID {
+			if m.Admin {
+				return nil
+			}
+			return apierrors.InsufficientScope("", "only an admin of the organization may manage its apps")
+		}
+	}
+	return apierrors.NotFound("no such organization")
+}
+
+// appBody is the JSON body of app registration.
+type appBody struct {
+	OrganizationID string   `json:"organization_id"`
+	Name           string   `json:"name"`
+	Scopes         []string `json:"scopes"`
+	BranchIDs      []string `json:"branch_ids"`
+	RedirectURIs   []string `json:"redirect_uris"`
+}
+
+// AppResponse is the JSON that app registration and secret rotation
+// return. ClientSecret is shown this once.
+type AppResponse struct {
+	ClientID       string   `json:"client_id"`
+	ClientSecret   string   `json:"client_secret"`
+	AppID          string   `json:"app_id,omitempty"`
+	Name           string   `json:"name,omitempty"`
+	OrganizationID string   `json:"organization_id,omitempty"`
+	Scopes         []string `json:"scopes,omitempty"`
+	BranchIDs      []string `json:"branch_ids,omitempty"`
+	RedirectURIs   []string `json:"redirect_uris,omitempty"`
+}
+
+// NewAppResponse returns the registration response of app and its secret.
+func NewAppResponse(app *App, secret string) AppResponse {
+	return AppResponse{
+		ClientID: app.ClientID, ClientSecret: secret, AppID: app.ID, Name: app.Name,
+		OrganizationID: app.OrganizationID, Scopes: app.Scopes, BranchIDs: nonNil(app.BranchIDs),
+		RedirectURIs: nonNil(app.RedirectURIs),
+	}
+}
+
+// handleRegisterApp registers an app: POST /auth/v1/oauth/apps with the
+// product user token of an admin of the organization.
+func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	user, err := s.productUser(r)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	var body appBody
+	if err := decodeJSON(r, &body); err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	if err := s.requireAdmin(r, user, body.OrganizationID); err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	app, secret, err := s.RegisterApp(r.Context(), NewApp(body))
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	w.Header().Set("Location", PathApps+"/"+app.ClientID)
+	writeJSON(w, http.StatusCreated, NewAppResponse(app, secret))
+}
+
+// handleRotateSecret gives an app a new secret: POST
+// /auth/v1/oauth/apps/{client_id}/rotate-secret by an admin of its
+// organization.
+func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	user, err := s.productUser(r)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	clientID := r.PathValue("client_id")
+	app, err := s.Store.App(r.Context(), clientID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		apierrors.Write(w, r, apierrors.NotFound("no such app"))
+		return
+	case err != nil:
+		apierrors.Write(w, r, apierrors.Internal(err))
+		return
+	}
+	if err := s.requireAdmin(r, user, app.OrganizationID); err != nil {
+		if apierrors.HasCode(err, apierrors.CodeNotFound) {
+			err = apierrors.NotFound("no such app")
+		}
+		apierrors.Write(w, r, err)
+		return
+	}
+	secret, err := s.RotateSecret(r.Context(), clientID)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, AppResponse{ClientID: clientID, ClientSecret: secret})
+}
+
+// handleRevoke is RFC 7009 revocation. The client authenticates; a refresh
+// token of that client, or an authorization-code access token of it, has
+// its whole family revoked. An unknown token, or one of another client, is
+// answered 200 like a revoked one, as RFC 7009 section 2.2 asks, and left
+// alone.
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.revoke(r); err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) revoke(r *http.Request) error {
+	form, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	client, err := readClient(r, form)
+	if err != nil {
+		return err
+	}
+	app, err := s.AuthenticateClient(r.Context(), client.id, client.secret, client.scheme)
+	if err != nil {
+		return err
+	}
+	token := form.Get("token")
+	if token == "" {
+		return apierrors.InvalidRequest("token is required")
+	}
+	family := ""
+	if rt, err := s.Store.RefreshToken(r.Context(), HashSecret(token)); err == nil {
+		if rt.ClientID == app.ClientID {
+			family = rt.FamilyID
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return apierrors.Internal(err)
+	} else if c, err := NewVerifier(s.Keys, s.Issuer).Verify(r.Context(), token); err == nil && c.ClientID == app.ClientID {
+		family = c.FamilyID()
+	}
+	if family == "" {
+		return nil
+	}
+	if err := s.Store.RevokeFamily(r.Context(), family, s.now()); err != nil {
+		return apierrors.Internal(err)
+	}
+	return nil
+}
+
+// handleIntrospect is RFC 7662 introspection for resource servers: an
+// authenticated client asks whether a token is active.
+func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	resp, err := s.introspect(r)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// Introspection is the RFC 7662 response.
+type Introspection struct {
+	Active         bool     `json:"active"`
+	Scope          string   `json:"scope,omitempty"`
+	ClientID       string   `json:"client_id,omitempty"`
+	Subject        string   `json:"sub,omitempty"`
+	TokenType      string   `json:"token_type,omitempty"`
+	ExpiresAt      int64    `json:"exp,omitempty"`
+	IssuedAt       int64    `json:"iat,omitempty"`
+	Issuer         string   `json:"iss,omitempty"`
+	Audience       string   `json:"aud,omitempty"`
+	ID             string   `json:"jti,omitempty"`
+	OrganizationID string   `json:"organization_id,omitempty"`
+	BranchIDs      []string `json:"branch_ids,omitempty"`
+}
+
+func (s *Server) introspect(r *http.Request) (*Introspection, error) {
+	form, err := readParams(r)
+	if err != nil {
+		return nil, err
+	}
+	client, err := readClient(r, form)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.AuthenticateClient(r.Context(), client.id, client.secret, client.scheme); err != nil {
+		return nil, err
+	}
+	token := form.Get("token")
+	if token == "" {
+		return nil, apierrors.InvalidRequest("token is required")
+	}
+	v := NewVerifier(s.Keys, s.Issuer)
+	v.Families = s.Store
+	v.Now = s.Now
+	if c, err := v.Verify(r.Context(), token); err == nil {
+		if !c.OAuth() {
+			return &Introspection{Active: false}, nil
+		}
+		return &Introspection{
+			Active: true, Scope: FormatScope(c.Scopes), ClientID: c.ClientID, Subject: c.Subject,
+			TokenType: "Bearer", ExpiresAt: c.ExpiresAt, IssuedAt: c.IssuedAt, Issuer: c.Issuer,
+			Audience: c.Audience, ID: c.ID, OrganizationID: c.OrganizationID, BranchIDs: c.BranchIDs,
+		}, nil
+	} else if !apierrors.HasCode(err, apierrors.CodeInvalidToken) {
+		return nil, err
+	}
+	rt, err := s.Store.RefreshToken(r.Context(), HashSecret(token))
+	if errors.Is(err, ErrNotFound) {
+		return &Introspection{Active: false}, nil
+	} else if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	// A refresh token is active while unspent, unexpired, and its family
+	// stands.
+	revoked, err := s.Store.FamilyRevoked(r.Context(), rt.FamilyID)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	if revoked || rt.Spent || !s.now().Before(rt.ExpiresAt) {
+		return &Introspection{Active: false}, nil
+	}
+	return &Introspection{
+		Active: true, Scope: FormatScope(rt.Scopes), ClientID: rt.ClientID, Subject: rt.UserID,
+		TokenType: "refresh_token", ExpiresAt: rt.ExpiresAt.Unix(), OrganizationID: rt.OrganizationID,
+	}, nil
+}
+
+// handleMetadata is the RFC 8414 authorization server metadata.
+func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
+	base := strings.TrimSuffix(s.Issuer, "/")
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                         s.Issuer,
+		"authorization_endpoint":                         base + PathAuthorize,
+		"token_endpoint":                                 base + PathToken,
+		"revocation_endpoint":                            base + PathRevoke,
+		"introspection_endpoint":                         base + PathIntrospect,
+		"response_types_supported":                       []string{"code"},
+		"response_modes_supported":                       []string{"query"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"authorization_response_iss_parameter_supported": true,
+		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post"},
+		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic", "client_secret_post"},
+	})
+}
+
+// decodeJSON reads a JSON object body into v: Content-Type must be
+// application/json, unknown fields are refused.
+func decodeJSON(r *http.Request, v any) error {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "application/json" {
+		return apierrors.InvalidRequest("Content-Type must be application/json")
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, maxRequestBytes))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return apierrors.InvalidRequest("the body must be a JSON object of the documented fields: %s", truncate(err.Error(), 120))
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

@@ -1,0 +1,185 @@
+package oauth_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth"
+)
+
+const testIssuer = "https://issuer.test"
+
+func testKey(id string, fill byte) oauth.Key {
+	return oauth.Key{ID: id, Secret: []byte(strings.Repeat(string([]byte{fill}), 32))}
+}
+
+func mustKeySet(t testing.TB, current oauth.Key, previous ...oauth.Key) *oauth.KeySet {
+	ks, err := oauth.NewKeySet(current, previous...)
+	require.NoError(t, err)
+	return ks
+}
+
+func ccClaims(now time.Time) *oauth.Claims {
+	return &oauth.Claims{
+		Issuer: testIssuer, Subject: "app-1", Audience: oauth.Audience, Role: oauth.Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1",
+		OrganizationID: "org-1", ClientID: "client-1", Scopes: []string{"svc:orders:read"},
+		BranchIDs: []string{"b1"}, AppName: "Sync",
+	}
+}
+
+// rawToken assembles a token from a header and claims by hand, signed with
+// secret under HS256 (or unsigned when secret is nil).
+func rawToken(t *testing.T, header map[string]any, claims any, secret []byte) string {
+	t.Helper()
+	enc := func(v any) string {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	signing := enc(header) + "." + enc(claims)
+	if secret == nil {
+		return signing + "."
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(signing))
+	return signing + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func TestNewKeySet(t *testing.T) {
+	_, err := oauth.NewKeySet(oauth.Key{ID: "k", Secret: make([]byte, 31)})
+	assert.ErrorContains(t, err, "at least 32")
+	_, err = oauth.NewKeySet(oauth.Key{Secret: make([]byte, 32)})
+	assert.ErrorContains(t, err, "needs an id")
+	_, err = oauth.NewKeySet(testKey("k", 1), testKey("k", 2))
+	assert.ErrorContains(t, err, "used twice")
+	k, err := oauth.GenerateKey()
+	require.NoError(t, err)
+	assert.Len(t, k.Secret, 32)
+	assert.NotEmpty(t, k.ID)
+}
+
+func TestVerify(t *testing.T) {
+	now := time.Now()
+	current, old, stranger := testKey("k2", 2), testKey("k1", 1), testKey("k1", 9)
+	ks := mustKeySet(t, current, old)
+	v := oauth.NewVerifier(ks, testIssuer)
+
+	good, err := ks.Sign(ccClaims(now))
+	require.NoError(t, err)
+	c, err := v.Verify(context.Background(), good)
+	require.NoError(t, err)
+	assert.Equal(t, "app-1", c.Subject)
+	assert.True(t, c.ClientCredentials())
+	assert.Equal(t, []string{"b1"}, c.BranchIDs)
+
+	signedBy := func(k oauth.Key, mutate func(*oauth.Claims)) string {
+		cl := ccClaims(now)
+		if mutate != nil {
+			mutate(cl)
+		}
+		s, err := mustKeySet(t, k).Sign(cl)
+		require.NoError(t, err)
+		return s
+	}
+	header := map[string]any{"alg": "HS256", "typ": "JWT", "kid": "k2"}
+	tamperedPayload := func() string {
+		parts := strings.Split(good, ".")
+		cl := ccClaims(now)
+		cl.OrganizationID = "org-2"
+		b, _ := json.Marshal(cl)
+		return parts[0] + "." + base64.RawURLEncoding.EncodeToString(b) + "." + parts[2]
+	}
+
+	cases := []struct {
+		name  string
+		token string
+		want  string
+	}{
+		{"signed by a previous key", signedBy(old, nil), ""},
+		{"unknown kid", signedBy(testKey("k9", 2), nil), "unknown key"},
+		{"known kid, wrong secret", signedBy(stranger, nil), "signature is invalid"},
+		{"expired", signedBy(current, func(c *oauth.Claims) { c.ExpiresAt = now.Add(-time.Second).Unix() }), "expired"},
+		{"no exp", rawToken(t, header, map[string]any{"iss": testIssuer, "sub": "x", "aud": "authenticated", "jti": "j"}, current.Secret), "required claim"},
+		{"wrong audience", signedBy(current, func(c *oauth.Claims) { c.Audience = "service_role" }), "audience"},
+		{"wrong issuer", signedBy(current, func(c *oauth.Claims) { c.Issuer = "https://evil.test" }), "issuer"},
+		{"no subject", signedBy(current, func(c *oauth.Claims) { c.Subject = "" }), "sub or jti"},
+		{"alg none", rawToken(t, map[string]any{"alg": "none", "typ": "JWT", "kid": "k2"}, ccClaims(now), nil), "algorithm other than HS256"},
+		{"alg none with a signature", rawToken(t, map[string]any{"alg": "none", "kid": "k2"}, ccClaims(now), current.Secret), "algorithm other than HS256"},
+		{"alg HS512 with the right key", func() string {
+			tok := jwt.NewWithClaims(jwt.SigningMethodHS512, ccClaims(now))
+			tok.Header["kid"] = "k2"
+			s, err := tok.SignedString(current.Secret)
+			require.NoError(t, err)
+			return s
+		}(), "algorithm other than HS256"},
+		{"alg RS256 header over an HMAC signature", rawToken(t, map[string]any{"alg": "RS256", "kid": "k2"}, ccClaims(now), current.Secret), "algorithm other than HS256"},
+		{"tampered payload", tamperedPayload(), "signature is invalid"},
+		{"malformed", "not.a.jwt", "malformed"},
+		{"empty", "", "malformed"},
+		{"two parts", "abc.def", "malformed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.Verify(context.Background(), tc.token)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			e, ok := apierrors.As(err)
+			require.True(t, ok)
+			assert.Equal(t, apierrors.CodeInvalidToken, e.Code)
+			assert.Equal(t, 401, e.Status)
+			assert.Contains(t, e.Description, tc.want)
+			assert.Contains(t, e.Header.Get("WWW-Authenticate"), "Bearer")
+			assert.NotContains(t, e.Description, tc.token[:min(len(tc.token), 20)]+"x", "the token is never echoed")
+		})
+	}
+}
+
+func TestClaimsJSON(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	cc := ccClaims(now)
+	cc.BranchIDs = nil
+	b, err := json.Marshal(cc)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, []any{}, m["oauth_branch_ids"], "a client-credentials token always names its branches, even none")
+	assert.Equal(t, "authenticated", m["aud"])
+	for _, k := range []string{"iss", "sub", "aud", "role", "exp", "iat", "jti", "organization_id", "oauth_client_id", "oauth_scopes", "oauth_branch_ids", "oauth_app_name"} {
+		assert.Contains(t, m, k)
+	}
+	assert.Len(t, m, 12)
+
+	code := &oauth.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated",
+		IssuedAt: now.Unix(), ExpiresAt: now.Unix() + 3600, ID: "fam.x", OrganizationID: "o", ClientID: "c"}
+	b, err = json.Marshal(code)
+	require.NoError(t, err)
+	m = nil
+	require.NoError(t, json.Unmarshal(b, &m))
+	assert.Equal(t, []any{}, m["oauth_scopes"])
+	assert.NotContains(t, m, "oauth_branch_ids", "an authorization-code token sees every branch")
+	assert.NotContains(t, m, "oauth_app_name")
+	assert.Len(t, m, 10)
+	assert.Equal(t, "fam", code.FamilyID())
+
+	user := &oauth.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated", ID: "j"}
+	b, err = json.Marshal(user)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "oauth_")
+	assert.False(t, user.OAuth())
+	assert.Empty(t, user.FamilyID())
+}

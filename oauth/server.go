@@ -1,0 +1,470 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+)
+
+// Lifetimes of what the server issues, unless its fields say otherwise.
+const (
+	DefaultAccessTokenTTL  = time.Hour
+	DefaultRefreshTokenTTL = 30 * 24 * time.Hour
+	DefaultCodeTTL         = 60 * time.Second
+)
+
+// Server is the OAuth 2.1 token service: the grants, the authorization and
+// consent flow, app registration, revocation and introspection. Its zero
+// values are the documented defaults; Issuer, Keys, Store and Directory are
+// required. Handler serves it over HTTP; the methods below serve it to Go
+// callers (an admin command, a test) without HTTP.
+type Server struct {
+	// Issuer is the issuer URL, the iss claim and the base of the
+	// endpoints in the RFC 8414 metadata, e.g. "https://tms.example.com".
+	Issuer string
+	// Keys sign the tokens.
+	Keys *KeySet
+	// Store keeps apps, codes, refresh tokens and grants.
+	Store Store
+	// Directory authenticates users and lists their organizations.
+	Directory Directory
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// AccessTokenTTL, RefreshTokenTTL and CodeTTL are the lifetimes; zero
+	// means the Default... constants.
+	AccessTokenTTL, RefreshTokenTTL, CodeTTL time.Duration
+	// DescribeScope puts a scope in words on the consent page; nil means
+	// the package's DescribeScope.
+	DescribeScope func(scope string) string
+	// Logger receives the service's own log lines; nil means slog.Default.
+	// Secrets, codes and tokens are never logged.
+	Logger *slog.Logger
+	// SecureCookies marks the session and CSRF cookies Secure. Set it when
+	// the issuer is https.
+	SecureCookies bool
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Server) ttl(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// Token is what a successful grant issues.
+type Token struct {
+	AccessToken string
+	// TokenType is "bearer".
+	TokenType string
+	// ExpiresIn is the access token's lifetime in seconds.
+	ExpiresIn int
+	// RefreshToken is set for the authorization-code and refresh grants.
+	RefreshToken string
+	// Scopes are the scopes granted.
+	Scopes []string
+	// Claims are the access token's claims.
+	Claims *Claims
+}
+
+// dummyHash is compared against when a client id is unknown, so that the
+// time taken does not reveal which client ids exist.
+var dummyHash = HashSecret("no such client")
+
+// AuthenticateClient returns the app with clientID if secret is its
+// secret. A failure is invalid_client, whose WWW-Authenticate challenge
+// names scheme, the authentication scheme the client used ("Basic", or ""
+// for credentials in the body).
+func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, scheme string) (*App, error) {
+	if clientID == "" {
+		return nil, apierrors.InvalidClient(scheme, "client authentication is required")
+	}
+	app, err := s.Store.App(ctx, clientID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		SecretMatches(secret, dummyHash)
+		return nil, apierrors.InvalidClient(scheme, "client authentication failed")
+	case err != nil:
+		return nil, apierrors.Internal(fmt.Errorf("oauth: load app: %w", err))
+	}
+	if !SecretMatches(secret, app.SecretHash) {
+		return nil, apierrors.InvalidClient(scheme, "client authentication failed")
+	}
+	return app, nil
+}
+
+// ClientCredentials runs the client-credentials grant for an authenticated
+// app. scope, when not empty, narrows the token to a subset of the app's
+// scopes (invalid_scope otherwise); empty means all of them.
+func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) (*Token, error) {
+	scopes := app.Scopes
+	if scope != "" {
+		requested := ParseScope(scope)
+		if missing := missingScopes(requested, app.Scopes); len(missing) > 0 {
+			return nil, apierrors.InvalidScope("the app may not request %s", strings.Join(missing, " "))
+		}
+		scopes = requested
+	}
+	now := s.now()
+	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
+	c := &Claims{
+		Issuer: s.Issuer, Subject: app.ID, Audience: Audience, Role: Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: uuid.NewString(),
+		OrganizationID: app.OrganizationID, ClientID: app.ClientID, Scopes: scopes,
+		BranchIDs: nonNil(app.BranchIDs), AppName: app.Name,
+	}
+	return s.issue(c, ttl, "")
+}
+
+// ExchangeCode runs the authorization-code grant for an authenticated app:
+// the code must be unused, unexpired, issued to this app for this redirect
+// URI, and verifier must match its PKCE challenge. A second use of a code
+// fails and revokes every token issued from it.
+func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, verifier string) (*Token, error) {
+	switch {
+	case code == "":
+		return nil, apierrors.InvalidRequest("code is required")
+	case verifier == "":
+		return nil, apierrors.InvalidRequest("code_verifier is required (PKCE)")
+	}
+	now := s.now()
+	family := uuid.NewString()
+	c, err := s.Store.RedeemCode(ctx, HashSecret(code), family, now)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, apierrors.InvalidGrant("the authorization code is invalid")
+	case errors.Is(err, ErrSpent):
+		if c != nil && c.FamilyID != "" {
+			if err := s.Store.RevokeFamily(ctx, c.FamilyID, now); err != nil {
+				return nil, apierrors.Internal(fmt.Errorf("oauth: revoke after code replay: %w", err))
+			}
+		}
+		s.logger().WarnContext(ctx, "authorization code replayed; its tokens are revoked", "client_id", app.ClientID)
+		return nil, apierrors.InvalidGrant("the authorization code was already used; the tokens issued from it are revoked")
+	case err != nil:
+		return nil, apierrors.Internal(fmt.Errorf("oauth: redeem code: %w", err))
+	}
+	switch {
+	case c.ClientID != app.ClientID:
+		return nil, apierrors.InvalidGrant("the authorization code was issued to another client")
+	case !now.Before(c.ExpiresAt):
+		return nil, apierrors.InvalidGrant("the authorization code has expired")
+	case redirectURI != c.RedirectURI:
+		return nil, apierrors.InvalidGrant("redirect_uri does not match the authorization request")
+	case !VerifierMatches(verifier, c.Challenge):
+		return nil, apierrors.InvalidGrant("code_verifier does not match the code challenge")
+	}
+	refresh := NewSecret()
+	rt := &RefreshToken{
+		Hash: HashSecret(refresh), FamilyID: family, ClientID: app.ClientID, UserID: c.UserID,
+		OrganizationID: c.OrganizationID, Scopes: c.Scopes,
+		ExpiresAt: now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)),
+	}
+	if err := s.Store.SaveRefreshToken(ctx, rt); err != nil {
+		return nil, apierrors.Internal(fmt.Errorf("oauth: save refresh token: %w", err))
+	}
+	return s.userToken(rt, refresh, now)
+}
+
+// Refresh runs the refresh-token grant. clientID is the client the request
+// authenticated as or named, or "" when it named none (the token is bound
+// to its client); a token of another client is invalid_grant. The token is
+// spent and a new one returned in the same family; reusing a spent token
+// fails and revokes the whole family.
+func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token, error) {
+	if refresh == "" {
+		return nil, apierrors.InvalidRequest("refresh_token is required")
+	}
+	now := s.now()
+	hash := HashSecret(refresh)
+	old, err := s.Store.RefreshToken(ctx, hash)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, apierrors.InvalidGrant("the refresh token is invalid")
+	case err != nil:
+		return nil, apierrors.Internal(fmt.Errorf("oauth: load refresh token: %w", err))
+	case clientID != "" && old.ClientID != clientID:
+		return nil, apierrors.InvalidGrant("the refresh token was issued to another client")
+	case !now.Before(old.ExpiresAt):
+		return nil, apierrors.InvalidGrant("the refresh token has expired")
+	}
+	next := NewSecret()
+	spent, err := s.Store.RotateRefreshToken(ctx, hash, HashSecret(next), now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), now)
+	switch {
+	case errors.Is(err, ErrSpent):
+		s.logger().WarnContext(ctx, "refresh token reused; its family is revoked", "client_id", old.ClientID)
+		return nil, apierrors.InvalidGrant("the refresh token was already used; its family is revoked")
+	case errors.Is(err, ErrRevoked):
+		return nil, apierrors.InvalidGrant("the refresh token was revoked")
+	case errors.Is(err, ErrNotFound):
+		return nil, apierrors.InvalidGrant("the refresh token is invalid")
+	case err != nil:
+		return nil, apierrors.Internal(fmt.Errorf("oauth: rotate refresh token: %w", err))
+	}
+	return s.userToken(spent, next, now)
+}
+
+// userToken signs the access token of an authorization-code or refresh
+// grant. Its jti names the refresh family, so that revoking the family
+// revokes it too (see Verifier.Families).
+func (s *Server) userToken(rt *RefreshToken, refresh string, now time.Time) (*Token, error) {
+	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
+	c := &Claims{
+		Issuer: s.Issuer, Subject: rt.UserID, Audience: Audience, Role: Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: rt.FamilyID + "." + NewSecret()[:16],
+		OrganizationID: rt.OrganizationID, ClientID: rt.ClientID, Scopes: nonNil(rt.Scopes),
+	}
+	return s.issue(c, ttl, refresh)
+}
+
+func (s *Server) issue(c *Claims, ttl time.Duration, refresh string) (*Token, error) {
+	access, err := s.Keys.Sign(c)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	return &Token{
+		AccessToken: access, TokenType: "bearer", ExpiresIn: int(ttl / time.Second),
+		RefreshToken: refresh, Scopes: c.Scopes, Claims: c,
+	}, nil
+}
+
+// SignInUser authenticates a product user by email and password and
+// returns a product user token: signed like the others, without
+// oauth_client_id, so the API refuses it (invalid_token_type) while app
+// registration takes it.
+func (s *Server) SignInUser(ctx context.Context, email, password string) (*Token, error) {
+	u, err := s.Directory.Authenticate(ctx, email, password)
+	switch {
+	case errors.Is(err, ErrBadCredentials):
+		return nil, apierrors.InvalidGrant("invalid email or password")
+	case err != nil:
+		return nil, apierrors.Internal(fmt.Errorf("oauth: authenticate user: %w", err))
+	}
+	now := s.now()
+	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
+	c := &Claims{
+		Issuer: s.Issuer, Subject: u.ID, Audience: Audience, Role: Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: uuid.NewString(),
+	}
+	return s.issue(c, ttl, "")
+}
+
+// AuthorizationRequest is the request of GET /authorize (RFC 6749 section
+// 4.1.1 with PKCE, RFC 7636).
+type AuthorizationRequest struct {
+	ClientID            string
+	RedirectURI         string
+	ResponseType        string
+	CodeChallenge       string
+	CodeChallengeMethod string
+	Scope               string
+	State               string
+}
+
+// authorizationRequestFrom reads an authorization request from values.
+func authorizationRequestFrom(v url.Values) AuthorizationRequest {
+	return AuthorizationRequest{
+		ClientID: v.Get("client_id"), RedirectURI: v.Get("redirect_uri"),
+		ResponseType: v.Get("response_type"), CodeChallenge: v.Get("code_challenge"),
+		CodeChallengeMethod: v.Get("code_challenge_method"), Scope: v.Get("scope"), State: v.Get("state"),
+	}
+}
+
+// values returns the request as query parameters.
+func (r AuthorizationRequest) values() url.Values {
+	v := url.Values{}
+	set := func(k, val string) {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	set("client_id", r.ClientID)
+	set("redirect_uri", r.RedirectURI)
+	set("response_type", r.ResponseType)
+	set("code_challenge", r.CodeChallenge)
+	set("code_challenge_method", r.CodeChallengeMethod)
+	set("scope", r.Scope)
+	set("state", r.State)
+	return v
+}
+
+// CheckAuthorization validates an authorization request. The app is
+// returned whenever the client and redirect URI are valid. A failure with a
+// nil app must be shown to the user and never redirected (unknown client,
+// redirect URI that does not match exactly); a failure with an app goes
+// back to the redirect URI as error and error_description.
+func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest) (*App, []string, error) {
+	if r.ClientID == "" {
+		return nil, nil, apierrors.InvalidRequest("client_id is required")
+	}
+	app, err := s.Store.App(ctx, r.ClientID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil, apierrors.InvalidRequest("unknown client_id")
+	case err != nil:
+		return nil, nil, apierrors.Internal(fmt.Errorf("oauth: load app: %w", err))
+	case r.RedirectURI == "":
+		return nil, nil, apierrors.InvalidRequest("redirect_uri is required")
+	case !slices.Contains(app.RedirectURIs, r.RedirectURI):
+		return nil, nil, apierrors.InvalidRequest("redirect_uri is not registered for this client")
+	}
+	switch {
+	case r.ResponseType != "code":
+		return app, nil, apierrors.UnsupportedResponseType("response_type must be code")
+	case r.CodeChallengeMethod != "S256":
+		return app, nil, apierrors.InvalidRequest("code_challenge_method must be S256; plain is not supported")
+	case !ValidChallenge(r.CodeChallenge):
+		return app, nil, apierrors.InvalidRequest("code_challenge must be the base64url SHA-256 of the code verifier")
+	}
+	scopes := ParseScope(r.Scope)
+	if len(scopes) == 0 {
+		return app, nil, apierrors.InvalidScope("scope is required")
+	}
+	for _, sc := range scopes {
+		if !validScopeToken(sc) {
+			return app, nil, apierrors.InvalidScope("scope %q is malformed", sc)
+		}
+	}
+	if missing := missingScopes(scopes, app.Scopes); len(missing) > 0 {
+		return app, nil, apierrors.InvalidScope("the app may not request %s", strings.Join(missing, " "))
+	}
+	return app, scopes, nil
+}
+
+// IssueCode records the user's consent for the organization and returns a
+// new authorization code for the (already checked) request.
+func (s *Server) IssueCode(ctx context.Context, app *App, r AuthorizationRequest, scopes []string, userID, organizationID string) (string, error) {
+	now := s.now()
+	if err := s.Store.SaveGrant(ctx, &Grant{
+		ClientID: app.ClientID, UserID: userID, OrganizationID: organizationID, Scopes: scopes, CreatedAt: now,
+	}); err != nil {
+		return "", apierrors.Internal(fmt.Errorf("oauth: save grant: %w", err))
+	}
+	code := NewSecret()
+	if err := s.Store.SaveCode(ctx, &Code{
+		Hash: HashSecret(code), ClientID: app.ClientID, UserID: userID, OrganizationID: organizationID,
+		RedirectURI: r.RedirectURI, Challenge: r.CodeChallenge, Scopes: scopes,
+		ExpiresAt: now.Add(s.ttl(s.CodeTTL, DefaultCodeTTL)),
+	}); err != nil {
+		return "", apierrors.Internal(fmt.Errorf("oauth: save code: %w", err))
+	}
+	return code, nil
+}
+
+// NewApp describes an app to register.
+type NewApp struct {
+	OrganizationID string
+	Name           string
+	Scopes         []string
+	BranchIDs      []string
+	RedirectURIs   []string
+}
+
+// RegisterApp registers an app for its organization and returns it with
+// its client secret, which is shown this once and stored only as a hash.
+// Every branch must belong to the organization; every redirect URI must be
+// an absolute URI without a fragment.
+func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error) {
+	switch {
+	case n.OrganizationID == "":
+		return nil, "", apierrors.InvalidRequest("organization is required")
+	case strings.TrimSpace(n.Name) == "":
+		return nil, "", apierrors.InvalidRequest("name is required")
+	case len(n.Name) > 200:
+		return nil, "", apierrors.InvalidRequest("name is longer than 200 bytes")
+	case len(n.Scopes) == 0:
+		return nil, "", apierrors.InvalidRequest("at least one scope is required")
+	}
+	for _, sc := range n.Scopes {
+		if !validScopeToken(sc) {
+			return nil, "", apierrors.InvalidRequest("scope %q is malformed", sc)
+		}
+	}
+	for _, u := range n.RedirectURIs {
+		if err := checkRedirectURI(u); err != nil {
+			return nil, "", err
+		}
+	}
+	if len(n.BranchIDs) > 0 {
+		branches, err := s.Directory.Branches(ctx, n.OrganizationID)
+		if err != nil {
+			return nil, "", apierrors.Internal(fmt.Errorf("oauth: list branches: %w", err))
+		}
+		for _, b := range n.BranchIDs {
+			if !slices.Contains(branches, b) {
+				return nil, "", apierrors.InvalidRequest("branch %q is not a branch of the organization", b)
+			}
+		}
+	}
+	secret := NewSecret()
+	app := &App{
+		ID: uuid.NewString(), ClientID: uuid.NewString(), Name: strings.TrimSpace(n.Name),
+		OrganizationID: n.OrganizationID, Scopes: dedupe(n.Scopes), BranchIDs: dedupe(n.BranchIDs),
+		RedirectURIs: dedupe(n.RedirectURIs), SecretHash: HashSecret(secret), CreatedAt: s.now().UTC(),
+	}
+	if err := s.Store.CreateApp(ctx, app); err != nil {
+		return nil, "", apierrors.Internal(fmt.Errorf("oauth: create app: %w", err))
+	}
+	return app, secret, nil
+}
+
+// RotateSecret gives the app a new client secret, shown this once; the old
+// one stops working at once.
+func (s *Server) RotateSecret(ctx context.Context, clientID string) (string, error) {
+	secret := NewSecret()
+	err := s.Store.SetSecretHash(ctx, clientID, HashSecret(secret))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", apierrors.NotFound("no app with client_id %q", clientID)
+	case err != nil:
+		return "", apierrors.Internal(fmt.Errorf("oauth: rotate secret: %w", err))
+	}
+	return secret, nil
+}
+
+func checkRedirectURI(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" || strings.Contains(raw, "#") {
+		return apierrors.InvalidRequest("redirect URI %q must be an absolute URI without a fragment", raw)
+	}
+	return nil
+}
+
+func dedupe(list []string) []string {
+	out := []string{}
+	for _, s := range list {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}

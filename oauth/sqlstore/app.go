@@ -1,0 +1,85 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/waybillhq/waybill/oauth"
+)
+
+// App returns the app with the client id, or oauth.ErrNotFound. Its lists
+// are never nil.
+func (s *Store) App(ctx context.Context, clientID string) (*oauth.App, error) {
+	return findApp(ctx, s.autocommit(), clientID)
+}
+
+// CreateApp stores a new app; oauth.ErrDuplicate if its client id or id
+// exists. A zero CreatedAt is set to the current time.
+func (s *Store) CreateApp(ctx context.Context, app *oauth.App) error {
+	if app.CreatedAt.IsZero() {
+		app.CreatedAt = time.Now().UTC().Truncate(time.Microsecond)
+	}
+	err := insertApp(ctx, s.autocommit(), app)
+	if s.isDuplicate(err) {
+		return fmt.Errorf("sqlstore: create app %q: %w", app.ClientID, oauth.ErrDuplicate)
+	}
+	return err
+}
+
+// SetSecretHash replaces the app's secret hash; oauth.ErrNotFound if there
+// is no such app.
+func (s *Store) SetSecretHash(ctx context.Context, clientID string, hash []byte) error {
+	return updateSecretHash(ctx, s.autocommit(), clientID, hash)
+}
+
+// findApp returns the app with the client id.
+func findApp(ctx context.Context, tx *tx, clientID string) (*oauth.App, error) {
+	a := &oauth.App{ClientID: clientID}
+	var created nullTime
+	err := tx.QueryRowContext(ctx, `
+		SELECT id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at
+		FROM oauth_apps WHERE client_id = $1`, clientID,
+	).Scan(&a.ID, &a.Name, &a.OrganizationID, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlstore: app %q: %w", clientID, oauth.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: find app: %w", err)
+	}
+	a.CreatedAt = created.Time
+	return a, nil
+}
+
+// insertApp inserts the app. It returns the driver's error on a unique
+// violation, for the caller to map.
+func insertApp(ctx context.Context, tx *tx, a *oauth.App) error {
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO oauth_apps (id, client_id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		a.ID, a.ClientID, a.Name, a.OrganizationID, listArg(a.Scopes), listArg(a.BranchIDs),
+		listArg(a.RedirectURIs), bytesArg(a.SecretHash), tx.timeArg(a.CreatedAt),
+	)
+	if err != nil {
+		return fmt.Errorf("sqlstore: insert app: %w", err)
+	}
+	return nil
+}
+
+// updateSecretHash sets the app's secret hash.
+func updateSecretHash(ctx context.Context, tx *tx, clientID string, hash []byte) error {
+	res, err := tx.ExecContext(ctx, `UPDATE oauth_apps SET secret_hash = $1 WHERE client_id = $2`, bytesArg(hash), clientID)
+	if err != nil {
+		return fmt.Errorf("sqlstore: set secret hash: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlstore: set secret hash: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("sqlstore: app %q: %w", clientID, oauth.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/sqlstore"
+)
+
+// A store on a SQLite file: migrate it, register an app and read it back.
+func Example() {
+	dir, err := os.MkdirTemp("", "sqlstore-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	dsn := filepath.Join(dir, "oauth.db") + "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	ctx := context.Background()
+	store := sqlstore.New(db, sqlstore.SQLite)
+	if err := store.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	err = store.CreateApp(ctx, &oauth.App{
+		ID:             "app-1",
+		ClientID:       "dispatch-board",
+		Name:           "Dispatch board",
+		OrganizationID: "org-1",
+		Scopes:         []string{"svc:orders:read", "svc:shipments:read"},
+		RedirectURIs:   []string{"https://dispatch.example.com/callback"},
+		SecretHash:     oauth.HashSecret("s3cret"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	app, err := store.App(ctx, "dispatch-board")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(app.Name, app.Scopes, app.BranchIDs, len(app.RedirectURIs))
+	fmt.Println(oauth.SecretMatches("s3cret", app.SecretHash))
+	// Output:
+	// Dispatch board [svc:orders:read svc:shipments:read] [] 1
+	// true
+}

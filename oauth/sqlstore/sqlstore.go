@@ -1,0 +1,332 @@
+// Package sqlstore keeps the state of the OAuth token service (apps,
+// authorization codes, refresh tokens and their families, consent grants and
+// the signing key) in PostgreSQL or SQLite through database/sql.
+//
+// A [Store] implements [oauth.Store]. It works with any database/sql driver
+// of either database; Waybill uses pgx v5 ("pgx") for PostgreSQL and
+// modernc.org/sqlite ("sqlite") for SQLite, and the caller imports the driver
+// it needs. [Store.Migrate] creates the tables, all named oauth_*, from
+// migrations embedded in the package, and records them in the table
+// oauth_schema_migrations, so the host application keeps its own migrations
+// apart in the same database.
+//
+// Code redemption and refresh rotation are atomic across every process that
+// shares the database: of concurrent rotations of one refresh token exactly
+// one succeeds and the others are reuse. On PostgreSQL the store relies on
+// row locks under READ COMMITTED; on SQLite every write transaction starts
+// with BEGIN IMMEDIATE. Open SQLite with a busy timeout, so that writers wait
+// for each other instead of failing with SQLITE_BUSY, and with foreign keys
+// on:
+//
+//	db, err := sql.Open("sqlite", "oauth.db?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
+//
+// Timestamps are kept to the microsecond (finer digits are truncated) and
+// read back in UTC. SQLite keeps them as text in the fixed-width layout
+// 2006-01-02T15:04:05.000000Z, so that text order is time order.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/oauth"
+)
+
+// Dialect is the SQL dialect of the database a Store runs on.
+type Dialect int
+
+// The dialects a Store speaks.
+const (
+	// Postgres is PostgreSQL, through a database/sql driver such as pgx v5's
+	// ("github.com/jackc/pgx/v5/stdlib").
+	Postgres Dialect = iota + 1
+	// SQLite is SQLite 3.37 or later, through a database/sql driver such as
+	// modernc.org/sqlite.
+	SQLite
+)
+
+// String returns the dialect's name: "postgres" or "sqlite".
+func (d Dialect) String() string {
+	switch d {
+	case Postgres:
+		return "postgres"
+	case SQLite:
+		return "sqlite"
+	}
+	return fmt.Sprintf("Dialect(%d)", int(d))
+}
+
+// migrationsTable is the table in which Migrate records the versions it
+// applied.
+const migrationsTable = "oauth_schema_migrations"
+
+// migrations holds one directory of migrations per dialect.
+//
+//go:embed migrations
+var migrations embed.FS
+
+// timeLayout is the layout of timestamps in SQLite: UTC, fixed width,
+// microseconds.
+const timeLayout = "2006-01-02T15:04:05.000000Z"
+
+// Extended SQLite result codes of unique violations (sqlite3.h); the values
+// are part of SQLite's stable ABI.
+const (
+	sqliteConstraintPrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
+	sqliteConstraintUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
+)
+
+// pgUniqueViolation is PostgreSQL's SQLSTATE of a unique violation.
+const pgUniqueViolation = "23505"
+
+// Store keeps the token service's state in a PostgreSQL or SQLite database.
+// It implements [oauth.Store] and is safe for concurrent use, also by
+// several processes sharing the database.
+type Store struct {
+	db      *sql.DB
+	dialect Dialect
+}
+
+var _ oauth.Store = (*Store)(nil)
+
+// New returns a Store on db, which speaks dialect d. It panics when d is
+// neither Postgres nor SQLite. Call Migrate before the first use.
+func New(db *sql.DB, d Dialect) *Store {
+	if d != Postgres && d != SQLite {
+		panic(fmt.Sprintf("sqlstore: unknown dialect %v", d))
+	}
+	return &Store{db: db, dialect: d}
+}
+
+// Migrate creates or updates the store's tables. It is safe to call on
+// every start and from several processes at once; migrations already
+// applied are skipped.
+func (s *Store) Migrate(ctx context.Context) error {
+	d, dir := migrate.Postgres, "migrations/postgres"
+	if s.dialect == SQLite {
+		d, dir = migrate.SQLite, "migrations/sqlite"
+	}
+	if _, err := migrate.Apply(ctx, s.db, d, migrations, dir, migrationsTable); err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	return nil
+}
+
+// querier runs statements: a *sql.DB, a *sql.Tx or a *sql.Conn.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tx is what the unexported helpers run their statements on: a write
+// transaction that an exported method opened with begin, or, from
+// autocommit, the *sql.DB itself for work of a single statement, which is
+// atomic on its own. It carries the dialect, which the helpers need to
+// encode timestamps.
+type tx struct {
+	querier
+	dialect Dialect
+	sqlTx   *sql.Tx   // PostgreSQL transaction
+	conn    *sql.Conn // SQLite: the connection that ran BEGIN IMMEDIATE
+	done    bool
+}
+
+// autocommit returns a tx that runs each statement in its own implicit
+// transaction.
+func (s *Store) autocommit() *tx {
+	return &tx{querier: s.db, dialect: s.dialect, done: true}
+}
+
+// begin starts a write transaction. On PostgreSQL it is a READ COMMITTED
+// transaction, whatever the server's default: the atomic updates rely on
+// READ COMMITTED re-checking their WHERE clause after a concurrent update
+// commits. On SQLite it starts with BEGIN IMMEDIATE on a dedicated
+// connection, so that the transaction holds the write lock from its first
+// read and two transactions never both read before writing; database/sql
+// cannot start an immediate transaction itself. The caller defers rollback
+// and calls commit.
+func (s *Store) begin(ctx context.Context) (*tx, error) {
+	if s.dialect == Postgres {
+		sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: begin: %w", err)
+		}
+		return &tx{querier: sqlTx, dialect: s.dialect, sqlTx: sqlTx}, nil
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: begin: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("sqlstore: begin: %w", err)
+	}
+	return &tx{querier: conn, dialect: s.dialect, conn: conn}, nil
+}
+
+// commit commits the transaction; when that fails it is rolled back.
+func (tx *tx) commit(ctx context.Context) error {
+	if tx.done {
+		return nil
+	}
+	if tx.sqlTx != nil {
+		tx.done = true
+		if err := tx.sqlTx.Commit(); err != nil {
+			return fmt.Errorf("sqlstore: commit: %w", err)
+		}
+		return nil
+	}
+	if _, err := tx.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		tx.rollback(ctx)
+		return fmt.Errorf("sqlstore: commit: %w", err)
+	}
+	tx.done = true
+	_ = tx.conn.Close()
+	return nil
+}
+
+// rollback ends a transaction that was not committed; after commit it does
+// nothing. On SQLite it rolls back even when ctx is done, and when that
+// fails it discards the connection rather than return it to the pool with a
+// transaction open.
+func (tx *tx) rollback(ctx context.Context) {
+	if tx.done {
+		return
+	}
+	tx.done = true
+	if tx.sqlTx != nil {
+		_ = tx.sqlTx.Rollback()
+		return
+	}
+	if _, err := tx.conn.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+		_ = tx.conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = tx.conn.Close()
+}
+
+// timeArg returns t as a statement argument of the dialect: a time.Time on
+// PostgreSQL, text in timeLayout on SQLite; UTC and truncated to the
+// microsecond either way.
+func (tx *tx) timeArg(t time.Time) any {
+	t = t.UTC().Truncate(time.Microsecond)
+	if tx.dialect == SQLite {
+		return t.Format(timeLayout)
+	}
+	return t
+}
+
+// isDuplicate reports whether err is a unique violation. It recognizes the
+// drivers' error types by their methods (SQLState of pgx's *pgconn.PgError,
+// Code of modernc.org/sqlite's *sqlite.Error), so that the package imports
+// no driver.
+func (s *Store) isDuplicate(err error) bool {
+	switch s.dialect {
+	case Postgres:
+		var e interface{ SQLState() string }
+		return errors.As(err, &e) && e.SQLState() == pgUniqueViolation
+	case SQLite:
+		var e interface{ Code() int }
+		return errors.As(err, &e) && (e.Code() == sqliteConstraintPrimaryKey || e.Code() == sqliteConstraintUnique)
+	}
+	return false
+}
+
+// nullTime scans a timestamp of either dialect: a time.Time from
+// PostgreSQL, text in timeLayout (or RFC 3339) from SQLite. NULL leaves
+// Valid false.
+type nullTime struct {
+	Time  time.Time
+	Valid bool
+}
+
+// Scan implements sql.Scanner.
+func (n *nullTime) Scan(src any) error {
+	var err error
+	switch v := src.(type) {
+	case nil:
+		*n = nullTime{}
+		return nil
+	case time.Time:
+		n.Time = v.UTC()
+	case string:
+		n.Time, err = parseTime(v)
+	case []byte:
+		n.Time, err = parseTime(string(v))
+	default:
+		return fmt.Errorf("sqlstore: cannot scan %T into a timestamp", src)
+	}
+	n.Valid = err == nil
+	return err
+}
+
+// parseTime parses a timestamp kept as text.
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		if t, err2 := time.Parse(time.RFC3339Nano, s); err2 == nil {
+			return t.UTC(), nil
+		}
+		return time.Time{}, fmt.Errorf("sqlstore: bad timestamp %q: %w", s, err)
+	}
+	return t.UTC(), nil
+}
+
+// list scans a list kept as a JSON array of strings into *p; an empty list
+// (or JSON null) becomes an empty, non-nil slice.
+type list struct{ p *[]string }
+
+// Scan implements sql.Scanner.
+func (l list) Scan(src any) error {
+	var text []byte
+	switch v := src.(type) {
+	case string:
+		text = []byte(v)
+	case []byte:
+		text = v
+	default:
+		return fmt.Errorf("sqlstore: cannot scan %T into a list", src)
+	}
+	var out []string
+	if err := json.Unmarshal(text, &out); err != nil {
+		return fmt.Errorf("sqlstore: bad list %q: %w", text, err)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	*l.p = out
+	return nil
+}
+
+// listArg returns the list as a statement argument: a JSON array, [] for a
+// nil list.
+func listArg(v []string) string {
+	if len(v) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // Unreachable: a []string always marshals.
+	}
+	return string(b)
+}
+
+// bytesArg returns b as a statement argument, an empty rather than a nil
+// slice, which drivers would send as NULL.
+func bytesArg(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// nullString returns s as a statement argument, NULL for "".
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
+}
