@@ -2,7 +2,13 @@ package oauth_test
 
 import (
 	"context"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"net/url"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,22 +105,60 @@ func TestInteropGoClient(t *testing.T) {
 }
 
 // consent plays the user's part for an authorization URL built by a
-// client: the request is checked as the authorize endpoint checks it, and
-// the admin approves for the organization. The browser test drives the
-// same through the real pages.
+// client, through the real pages over HTTP: the authorize endpoint sends
+// the browser to sign in, the admin signs in, approves for the organization
+// on the consent page, and the redirect back to the client carries the code
+// and the client's state.
 func (e *env) consent(t *testing.T, authURL string) string {
 	t.Helper()
-	u, err := url.Parse(authURL)
+	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
-	q := u.Query()
-	req := oauth.AuthorizationRequest{
-		ClientID: q.Get("client_id"), RedirectURI: q.Get("redirect_uri"), ResponseType: q.Get("response_type"),
-		CodeChallenge: q.Get("code_challenge"), CodeChallengeMethod: q.Get("code_challenge_method"),
-		Scope: q.Get("scope"), State: q.Get("state"),
+	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), redirect) {
+			return http.ErrUseLastResponse // the client's redirect URI: stop here
+		}
+		return nil
+	}}
+	page := func(res *http.Response, err error) (*http.Response, string) {
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res, string(b)
 	}
-	app, scopes, err := e.srv.CheckAuthorization(context.Background(), req)
+
+	res, body := page(browser.Get(authURL))
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, ">Sign in<")
+	login := hiddenFields(body)
+	login.Set("email", "admin@example.com")
+	login.Set("password", "correct horse")
+	res, body = page(browser.PostForm(e.http.URL+oauth.PathLogin, login))
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	require.Contains(t, body, "Route Planner")
+	require.Contains(t, body, ">Approve<")
+
+	approve := hiddenFields(body)
+	approve.Set("organization_id", orgID)
+	approve.Set("decision", "approve")
+	res, body = page(browser.PostForm(e.http.URL+oauth.PathConsent, approve))
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
+	back, err := url.Parse(res.Header.Get("Location"))
 	require.NoError(t, err)
-	code, err := e.srv.IssueCode(context.Background(), app, req, scopes, adminID, orgID)
+	want, err := url.Parse(authURL)
 	require.NoError(t, err)
-	return code
+	assert.Equal(t, want.Query().Get("state"), back.Query().Get("state"), "the state round-trips")
+	require.NotEmpty(t, back.Query().Get("code"))
+	return back.Query().Get("code")
+}
+
+var hiddenInput = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// hiddenFields returns the hidden inputs of a page's form.
+func hiddenFields(page string) url.Values {
+	v := url.Values{}
+	for _, m := range hiddenInput.FindAllStringSubmatch(page, -1) {
+		v.Set(m[1], html.UnescapeString(m[2]))
+	}
+	return v
 }

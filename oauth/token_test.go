@@ -217,7 +217,10 @@ func TestAuthorizationCode(t *testing.T) {
 }
 
 func TestCheckAuthorization(t *testing.T) {
-	e := newEnv(t, backends[1])
+	eachBackend(t, checkAuthorization)
+}
+
+func checkAuthorization(t *testing.T, e *env) {
 	ok := oauth.AuthorizationRequest{
 		ClientID: e.app.ClientID, RedirectURI: redirect, ResponseType: "code",
 		CodeChallenge: challenge, CodeChallengeMethod: "S256", Scope: "svc:orders:read", State: "s",

@@ -1,0 +1,40 @@
+// Package oauth is Waybill's OAuth 2.1 token service: the authorization-code
+// grant with PKCE (S256 only) and a server-rendered login and consent page,
+// rotating refresh tokens, client credentials, app registration and secret
+// rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414
+// metadata; and the Verifier that resource servers use to check the HS256
+// access tokens it signs.
+//
+// A Server needs four things: its Issuer URL, a KeySet (the current HS256
+// key signs, every key in the set verifies, so keys rotate without
+// downtime), a Store for apps, codes, refresh token families and consent
+// grants (package sqlstore keeps them in PostgreSQL or SQLite; package
+// oauthtest is the conformance suite for any other), and a Directory — the
+// host application's users and organizations, which the token service only
+// asks about. Server.Handler serves every endpoint of SPEC section 5.1 on
+// plain net/http; the Server's methods (ClientCredentials, ExchangeCode,
+// Refresh, RegisterApp, ...) serve the same to Go callers.
+//
+//	srv := &oauth.Server{Issuer: "https://tms.example.com", Keys: keys, Store: store, Directory: users}
+//	mux.Handle("/", srv.Handler())
+//
+//	v := oauth.NewVerifier(keys, "https://tms.example.com")
+//	claims, err := v.Verify(ctx, bearerToken) // 401 invalid_token on any failure
+//
+// Security properties, each tested: secrets, codes and refresh tokens are
+// 256-bit random values stored only as SHA-256 hashes and compared in
+// constant time; a client is authenticated before any code or refresh
+// token is looked at, so a failed authentication spends nothing; codes are
+// single use, live 60 s and are bound to client, redirect URI and PKCE
+// challenge, and a second use revokes every token issued from the code;
+// refresh tokens are single use and rotate, and reuse revokes the whole
+// family, its newest member and its access tokens included (the jti of an
+// authorization-code access token names its family, which Verifier.Families
+// checks); of concurrent refreshes of one token exactly one succeeds, on one
+// replica or many; only HS256 tokens signed by a known kid, for the
+// audience "authenticated" and the issuer, unexpired, are accepted.
+//
+// Errors are *errors.Error values (import it as apierrors) with the codes
+// of RFC 6749 section 5.2; invalid_client is a 401 whose WWW-Authenticate
+// names the scheme the client tried.
+package oauth
