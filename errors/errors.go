@@ -34,6 +34,7 @@ const (
 	CodeInvalidTokenType  = "invalid_token_type"
 	CodeInsufficientScope = "insufficient_scope"
 	CodeNotFound          = "not_found"
+	CodeConflict          = "conflict"
 	CodeMethodNotAllowed  = "method_not_allowed"
 	CodePayloadTooLarge   = "payload_too_large"
 	CodeUnsupportedMedia  = "unsupported_media_type"
@@ -65,6 +66,7 @@ var statuses = map[string]int{
 	CodeInvalidTokenType:        http.StatusForbidden,
 	CodeInsufficientScope:       http.StatusForbidden,
 	CodeNotFound:                http.StatusNotFound,
+	CodeConflict:                http.StatusConflict,
 	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
 	CodePayloadTooLarge:         http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMedia:        http.StatusUnsupportedMediaType,
@@ -262,6 +264,12 @@ func InsufficientScope(scope, format string, args ...any) *Error {
 // no response reveals whether they exist.
 func NotFound(format string, args ...any) *Error {
 	return New(CodeNotFound, format, args...)
+}
+
+// Conflict is a 409 for a write the current state forbids, such as
+// deleting a record that others still refer to.
+func Conflict(format string, args ...any) *Error {
+	return New(CodeConflict, format, args...)
 }
 
 // MethodNotAllowed is a 405 whose Allow header lists the allowed methods.

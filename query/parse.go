@@ -259,6 +259,8 @@ func (s *Schema) parseFilter(raw string, out *Filter) error {
 		return apierrors.InvalidRequest("filter on %s: operator %s is not allowed; the field allows %s", quote(name), quote(op), joinOps(f))
 	case len(value) > MaxValueLength:
 		return apierrors.InvalidRequest("filter on %s: the value is longer than %d bytes", quote(name), MaxValueLength)
+	case !utf8.ValidString(value) || strings.IndexByte(value, 0) >= 0:
+		return apierrors.InvalidRequest("filter on %s: the value must be UTF-8 text without NUL characters", quote(name))
 	}
 	*out = Filter{Field: name, Op: Op(op), column: f.column(), typ: f.Type}
 	values, err := parseValues(f, Op(op), value)

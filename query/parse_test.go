@@ -291,6 +291,8 @@ func TestParseInvalid(t *testing.T) {
 		{"in junk after quote", `filter=name:in:"abc"x`, "must be followed by a comma"},
 		{"in bad enum", "filter=status:in:draft,gone", `"gone" is not one of`},
 		{"in too many", "filter=packages:in:" + strings.Repeat("1,", 100) + "1", "at most 100 values"},
+		{"invalid UTF-8", "filter=name:eq:%ff%fe", "must be UTF-8 text without NUL"},
+		{"NUL byte", "filter=name:like:a%00b", "must be UTF-8 text without NUL"},
 		{"value too long", "filter=name:eq:" + strings.Repeat("x", 1025), "longer than 1024 bytes"},
 		{"too many filters", strings.Repeat("filter=name:eq:x&", 33), "at most 32 filters"},
 	}

@@ -39,6 +39,11 @@ func parseValues(f *Field, op Op, raw string) ([]any, error) {
 	return []any{v}, nil
 }
 
+// ParseValue parses s as a value of f's type, as a filter value is parsed,
+// and returns it with the Go type that Filter.Values documents. The error
+// says why s is no such value, quoting it.
+func (f *Field) ParseValue(s string) (any, error) { return parseValue(f, s) }
+
 // parseValue parses one value as f's type.
 func parseValue(f *Field, s string) (any, error) {
 	switch f.Type {

@@ -31,11 +31,11 @@ import (
 	"database/sql/driver"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/internal/sqlerr"
 	"github.com/waybillhq/waybill/oauth"
 )
 
@@ -75,16 +75,6 @@ var migrations embed.FS
 // timeLayout is the layout of timestamps in SQLite: UTC, fixed width,
 // microseconds.
 const timeLayout = "2006-01-02T15:04:05.000000Z"
-
-// Extended SQLite result codes of unique violations (sqlite3.h); the values
-// are part of SQLite's stable ABI.
-const (
-	sqliteConstraintPrimaryKey = 1555 // SQLITE_CONSTRAINT_PRIMARYKEY
-	sqliteConstraintUnique     = 2067 // SQLITE_CONSTRAINT_UNIQUE
-)
-
-// pgUniqueViolation is PostgreSQL's SQLSTATE of a unique violation.
-const pgUniqueViolation = "23505"
 
 // Store keeps the token service's state in a PostgreSQL or SQLite database.
 // It implements [oauth.Store] and is safe for concurrent use, also by
@@ -222,20 +212,9 @@ func (tx *tx) timeArg(t time.Time) any {
 	return t
 }
 
-// isDuplicate reports whether err is a unique violation. It recognizes the
-// drivers' error types by their methods (SQLState of pgx's *pgconn.PgError,
-// Code of modernc.org/sqlite's *sqlite.Error), so that the package imports
-// no driver.
+// isDuplicate reports whether err is a unique violation.
 func (s *Store) isDuplicate(err error) bool {
-	switch s.dialect {
-	case Postgres:
-		var e interface{ SQLState() string }
-		return errors.As(err, &e) && e.SQLState() == pgUniqueViolation
-	case SQLite:
-		var e interface{ Code() int }
-		return errors.As(err, &e) && (e.Code() == sqliteConstraintPrimaryKey || e.Code() == sqliteConstraintUnique)
-	}
-	return false
+	return sqlerr.KindOf(err) == sqlerr.Unique
 }
 
 // nullTime scans a timestamp of either dialect: a time.Time from

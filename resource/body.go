@@ -1,0 +1,205 @@
+package resource
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+)
+
+// MaxBodyBytes is the largest request body accepted (SPEC section 4).
+const MaxBodyBytes = 1 << 20
+
+// defaultMaxLength bounds String fields that declare no MaxLength.
+const defaultMaxLength = 1000
+
+// member is one member of a JSON object body, in the order sent.
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// readObject reads a request body that must be application/json and one
+// JSON object, with no member named twice. A body over MaxBodyBytes is 413;
+// anything else wrong is 400 invalid_request.
+func readObject(w http.ResponseWriter, r *http.Request) ([]member, error) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || ct != "application/json" {
+		return nil, apierrors.InvalidRequest("Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, apierrors.PayloadTooLarge(MaxBodyBytes)
+		}
+		return nil, apierrors.InvalidRequest("the request body could not be read")
+	}
+	notObject := apierrors.InvalidRequest("the body must be one JSON object")
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, notObject
+	}
+	var members []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, notObject
+		}
+		name := tok.(string) // inside an object every key is a string
+		for _, m := range members {
+			if m.name == name {
+				return nil, apierrors.InvalidRequest("the body names %q twice", name)
+			}
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, notObject
+		}
+		members = append(members, member{name, raw})
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, notObject
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notObject
+	}
+	return members, nil
+}
+
+// changes validates the members of a POST (create) or PATCH body against
+// the resource's whitelists and field types and returns them as a Record.
+// Every refusal is invalid_create on POST and invalid_update on PATCH, and
+// names the field.
+func (r *Resource) changes(members []member, create bool) (Record, error) {
+	refuse := apierrors.InvalidUpdate
+	if create {
+		refuse = apierrors.InvalidCreate
+	}
+	rec := make(Record, len(members))
+	for _, m := range members {
+		f := r.Field(m.name)
+		switch {
+		case m.name == OrganizationColumn || m.name == BranchColumn:
+			return nil, refuse("%s is set by the server and cannot be sent", m.name)
+		case f == nil:
+			return nil, refuse("unknown field %q; fields that may be sent: %s", truncate(m.name, 64), quoteList(r.writable(create)))
+		case create && !f.Create:
+			return nil, refuse("%s cannot be set on create; fields that may be sent: %s", m.name, quoteList(r.writable(true)))
+		case !create && !f.Update:
+			return nil, refuse("%s cannot be changed; fields that may be sent: %s", m.name, quoteList(r.writable(false)))
+		}
+		v, err := f.decode(m.value)
+		if err != nil {
+			return nil, refuse("%s: %s", f.Name, err.Error())
+		}
+		rec[f.Name] = v
+	}
+	if create {
+		for _, f := range r.fields {
+			if f.Required && rec[f.Name] == nil {
+				return nil, refuse("%s is required", f.Name)
+			}
+		}
+	}
+	return rec, nil
+}
+
+// decode parses a JSON value of the field, checking its JSON kind, its
+// type, and its bounds.
+func (f *Field) decode(raw json.RawMessage) (any, error) {
+	if string(raw) == "null" {
+		if !f.Nullable || f.Required {
+			return nil, errors.New("may not be null")
+		}
+		return nil, nil
+	}
+	qf := query.Field{Name: f.Name, Type: f.Type, Values: f.Values}
+	var text string
+	switch f.Type {
+	case query.Integer, query.Number:
+		if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+			return nil, errors.New("must be a " + typeWord(f.Type))
+		}
+		text = string(raw)
+	case query.Boolean:
+		if string(raw) != "true" && string(raw) != "false" {
+			return nil, errors.New("must be true or false")
+		}
+		text = string(raw)
+	default:
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return nil, errors.New("must be a string")
+		}
+	}
+	v, err := qf.ParseValue(text)
+	if err != nil {
+		return nil, err
+	}
+	switch f.Type {
+	case query.String:
+		max := f.MaxLength
+		if max == 0 {
+			max = defaultMaxLength
+		}
+		if n := utf8.RuneCountInString(text); n > max {
+			return nil, errors.New("is longer than " + itoa(max) + " characters")
+		}
+		if strings.IndexByte(text, 0) >= 0 {
+			return nil, errors.New("may not contain NUL characters")
+		}
+	case query.Integer, query.Number:
+		n := toFloat(v)
+		if f.Min != nil && n < *f.Min {
+			return nil, errors.New("must be at least " + formatBound(*f.Min))
+		}
+		if f.Max != nil && n > *f.Max {
+			return nil, errors.New("must be at most " + formatBound(*f.Max))
+		}
+	case query.Date:
+		v = v.(time.Time).Format(time.DateOnly)
+	case query.Timestamp:
+		v = v.(time.Time).Truncate(time.Microsecond)
+	}
+	return v, nil
+}
+
+func typeWord(t query.Type) string {
+	if t == query.Integer {
+		return "integer"
+	}
+	return "number"
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
+}
+
+func formatBound(f float64) string { return string(appendFloat(nil, f)) }
+
+func itoa(n int) string { return string(appendJSON(nil, int64(n))) }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

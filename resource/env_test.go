@@ -1,0 +1,316 @@
+package resource_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/internal/testdb"
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// Tenants of the tests: organization A with branches A1 and A2,
+// organization B with branch B1.
+const (
+	orgA = "0a000000-0000-4000-8000-00000000000a"
+	orgB = "0b000000-0000-4000-8000-00000000000b"
+	a1   = "0a000000-0000-4000-8000-0000000000a1"
+	a2   = "0a000000-0000-4000-8000-0000000000a2"
+	b1   = "0b000000-0000-4000-8000-0000000000b1"
+)
+
+const postgresSchema = `
+CREATE TABLE branches (id uuid PRIMARY KEY, organization_id uuid NOT NULL, name text NOT NULL);
+CREATE TABLE accounts (
+	id uuid PRIMARY KEY, organization_id uuid NOT NULL, branch_id uuid NOT NULL REFERENCES branches,
+	created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+	company_name text NOT NULL, email text, account_type text NOT NULL, status text NOT NULL, comment text,
+	UNIQUE (organization_id, id), UNIQUE (branch_id, id));
+CREATE TABLE quotations (
+	id uuid PRIMARY KEY, organization_id uuid NOT NULL, branch_id uuid NOT NULL REFERENCES branches,
+	created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+	quotation_number text NOT NULL, account_id uuid NOT NULL, quotation_date date NOT NULL, valid_until date NOT NULL,
+	status text NOT NULL, total_weight_kg numeric(14,3), total_packages bigint,
+	FOREIGN KEY (branch_id, account_id) REFERENCES accounts (branch_id, id),
+	CHECK (valid_until >= quotation_date));
+CREATE TABLE vehicles (
+	id uuid PRIMARY KEY, organization_id uuid NOT NULL,
+	created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL,
+	plate text NOT NULL, active boolean NOT NULL, UNIQUE (organization_id, plate));
+CREATE TABLE zones (
+	id uuid PRIMARY KEY, organization_id uuid NOT NULL, branch_id uuid REFERENCES branches,
+	created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, name text NOT NULL);
+CREATE VIEW api_branches AS SELECT id, organization_id, name, now() AS created_at, now() AS updated_at FROM branches;
+`
+
+const sqliteSchema = `
+CREATE TABLE branches (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, name TEXT NOT NULL) STRICT;
+CREATE TABLE accounts (
+	id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT NOT NULL REFERENCES branches,
+	created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+	company_name TEXT NOT NULL, email TEXT, account_type TEXT NOT NULL, status TEXT NOT NULL, comment TEXT,
+	UNIQUE (organization_id, id), UNIQUE (branch_id, id)) STRICT;
+CREATE TABLE quotations (
+	id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT NOT NULL REFERENCES branches,
+	created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+	quotation_number TEXT NOT NULL, account_id TEXT NOT NULL, quotation_date TEXT NOT NULL, valid_until TEXT NOT NULL,
+	status TEXT NOT NULL, total_weight_kg REAL, total_packages INTEGER,
+	FOREIGN KEY (branch_id, account_id) REFERENCES accounts (branch_id, id),
+	CHECK (valid_until >= quotation_date)) STRICT;
+CREATE TABLE vehicles (
+	id TEXT PRIMARY KEY, organization_id TEXT NOT NULL,
+	created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+	plate TEXT NOT NULL, active INTEGER NOT NULL, UNIQUE (organization_id, plate)) STRICT;
+CREATE TABLE zones (
+	id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT REFERENCES branches,
+	created_at TEXT NOT NULL, updated_at TEXT NOT NULL, name TEXT NOT NULL) STRICT;
+CREATE VIEW api_branches AS SELECT id, organization_id, name,
+	'2026-01-01T00:00:00.000000Z' AS created_at, '2026-01-01T00:00:00.000000Z' AS updated_at FROM branches;
+`
+
+// branches implements tenancy.Branches over the test schema.
+type branches struct{ db *sql.DB }
+
+func (b branches) Organization(ctx context.Context, id string) (string, error) {
+	var org string
+	err := b.db.QueryRowContext(ctx, "SELECT organization_id FROM branches WHERE id = $1", id).Scan(&org)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", tenancy.ErrNoBranch
+	}
+	return org, err
+}
+
+func (b branches) List(ctx context.Context, org string) ([]string, error) {
+	rows, err := b.db.QueryContext(ctx, "SELECT id FROM branches WHERE organization_id = $1 ORDER BY id", org)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// testResources declares the resources of the tests.
+func testResources() []*resource.Resource {
+	return []*resource.Resource{
+		{
+			Name: "accounts", ScopeType: tenancy.Branch,
+			Fields: []resource.Field{
+				{Name: "company_name", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true, MaxLength: 200},
+				{Name: "email", Type: query.String, Create: true, Update: true, Nullable: true, Filter: true},
+				{Name: "account_type", Type: query.Enum, Values: []string{"customer", "carrier"}, Create: true, Update: true, Required: true, Filter: true, Sort: true},
+				{Name: "status", Type: query.Enum, Values: []string{"active", "inactive", "blocked"}, Create: true, Update: true, Filter: true, Sort: true},
+				{Name: "comment", Type: query.String, Create: true, Update: true, Nullable: true, Filter: true},
+			},
+			Hooks: resource.Hooks{BeforeCreate: func(_ context.Context, _ *sql.Tx, w *resource.Write) error {
+				if w.Changes["status"] == nil {
+					w.Changes["status"] = "active"
+				}
+				return nil
+			}},
+		},
+		{
+			Name: "quotations", ScopeType: tenancy.Branch,
+			Fields: []resource.Field{
+				{Name: "quotation_number", Type: query.String, Filter: true, Sort: true},
+				{Name: "account_id", Type: query.UUID, References: "accounts", Create: true, Update: true, Required: true, Filter: true, Sort: true},
+				{Name: "quotation_date", Type: query.Date, Create: true, Update: true, Required: true, Filter: true, Sort: true},
+				{Name: "valid_until", Type: query.Date, Create: true, Update: true, Required: true, Filter: true, Sort: true},
+				{Name: "status", Type: query.Enum, Values: []string{"draft", "sent", "accepted", "rejected", "expired", "cancelled"}, Create: true, Update: true, Filter: true, Sort: true},
+				{Name: "total_weight_kg", Type: query.Number, Create: true, Update: true, Nullable: true, Min: resource.Bound(0), Filter: true, Sort: true},
+				{Name: "total_packages", Type: query.Integer, Create: true, Update: true, Nullable: true, Min: resource.Bound(0), Filter: true, Sort: true},
+			},
+			Hooks: resource.Combine(
+				resource.StatusFlow("status", "draft", map[string][]string{
+					"draft": {"sent", "accepted", "rejected", "cancelled"},
+					"sent":  {"accepted", "rejected", "expired", "cancelled"},
+				}),
+				resource.Hooks{BeforeCreate: func(_ context.Context, _ *sql.Tx, w *resource.Write) error {
+					w.Changes["quotation_number"] = "Q-" + strings.ToUpper(w.Tenant.BranchID[:4])
+					return nil
+				}},
+			),
+		},
+		{
+			Name: "vehicles", ScopeType: tenancy.Organization,
+			Fields: []resource.Field{
+				{Name: "plate", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
+				{Name: "active", Type: query.Boolean, Create: true, Update: true, Required: true, Filter: true},
+			},
+		},
+		{
+			Name: "zones", ScopeType: tenancy.BranchOrNull,
+			Fields: []resource.Field{
+				{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
+			},
+		},
+		{
+			Name: "branches", Table: "api_branches", ScopeType: tenancy.Organization, ReadOnly: true,
+			Fields: []resource.Field{{Name: "name", Type: query.String, Filter: true, Sort: true}},
+		},
+	}
+}
+
+// env is a registry of the test resources on a real database, served over
+// HTTP, with tokens of every kind.
+type env struct {
+	db      *sql.DB
+	dialect query.Dialect
+	http    *httptest.Server
+	keys    *oauth.KeySet
+}
+
+type backend struct {
+	name    string
+	dialect query.Dialect
+	open    func(testing.TB) *sql.DB
+	schema  string
+}
+
+var backends = []backend{
+	{"postgres", query.Postgres, testdb.Postgres, postgresSchema},
+	{"sqlite", query.SQLite, testdb.SQLite, sqliteSchema},
+}
+
+func eachBackend(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, newEnv(t, b))
+		})
+	}
+}
+
+const issuer = "https://issuer.test"
+
+func newEnv(t testing.TB, b backend) *env {
+	t.Helper()
+	db := b.open(t)
+	_, err := db.Exec(b.schema)
+	require.NoError(t, err)
+	for _, br := range [][2]string{{a1, orgA}, {a2, orgA}, {b1, orgB}} {
+		_, err := db.Exec("INSERT INTO branches (id, organization_id, name) VALUES ($1, $2, $3)", br[0], br[1], "branch "+br[0][len(br[0])-2:])
+		require.NoError(t, err)
+	}
+	keys, err := oauth.NewKeySet(oauth.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
+	require.NoError(t, err)
+	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: oauth.NewVerifier(keys, issuer), Branches: branches{db}}
+	require.NoError(t, reg.Register(testResources()...))
+	mux := http.NewServeMux()
+	reg.Mount(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &env{db: db, dialect: b.dialect, http: srv, keys: keys}
+}
+
+// allScopes are the read and write scopes of every test resource.
+var allScopes = func() []string {
+	var s []string
+	for _, r := range testResources() {
+		s = append(s, r.ReadScope(), r.WriteScope())
+	}
+	return s
+}()
+
+// codeToken is an authorization-code token of org with scopes: it sees
+// every branch.
+func (e *env) codeToken(t testing.TB, org string, scopes ...string) string {
+	return e.sign(t, &oauth.Claims{Subject: "user-1", OrganizationID: org, ClientID: "client-1", Scopes: scopes})
+}
+
+// ccToken is a client-credentials token of org limited to branches.
+func (e *env) ccToken(t testing.TB, org string, branches []string, scopes ...string) string {
+	return e.sign(t, &oauth.Claims{Subject: "app-1", OrganizationID: org, ClientID: "client-2", Scopes: scopes, BranchIDs: branches, AppName: "Sync"})
+}
+
+// userToken is a product user token: no oauth_client_id.
+func (e *env) userToken(t testing.TB) string {
+	return e.sign(t, &oauth.Claims{Subject: "user-1"})
+}
+
+func (e *env) sign(t testing.TB, c *oauth.Claims) string {
+	t.Helper()
+	now := time.Now()
+	c.Issuer, c.Audience, c.Role, c.IssuedAt, c.ExpiresAt, c.ID = issuer, oauth.Audience, oauth.Role, now.Unix(), now.Add(time.Hour).Unix(), "jti-"+c.Subject
+	s, err := e.keys.Sign(c)
+	require.NoError(t, err)
+	return s
+}
+
+// response is a decoded response.
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    string
+}
+
+func (r response) code() string { s, _ := r.body["error"].(string); return s }
+
+func (r response) data() map[string]any { m, _ := r.body["data"].(map[string]any); return m }
+
+func (r response) list() []any { l, _ := r.body["data"].([]any); return l }
+
+// do sends a request with a bearer token (none when token is "") and a
+// JSON body (none when body is "").
+func (e *env) do(t testing.TB, method, path, token, body string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.http.URL+path, rd)
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return send(t, req)
+}
+
+func send(t testing.TB, req *http.Request) response {
+	t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
+	if len(raw) > 0 {
+		require.NoError(t, json.Unmarshal(raw, &r.body), string(raw))
+	}
+	return r
+}
+
+// mustCreate creates a record and returns it.
+func (e *env) mustCreate(t testing.TB, token, path, body string) map[string]any {
+	t.Helper()
+	r := e.do(t, http.MethodPost, path, token, body)
+	require.Equal(t, http.StatusCreated, r.status, r.raw)
+	return r.data()
+}
+
+// fixedTime is a timestamp for rows the tests insert by hand.
+var fixedTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -1,0 +1,538 @@
+package resource
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	sq "github.com/Masterminds/squirrel"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/sqlerr"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// handlers serve one resource.
+type handlers struct {
+	registry *Registry
+	resource *Resource
+	cols     []column
+	names    []string // the column names of cols
+	keys     []string // `"name":` of each column, for the JSON writer
+}
+
+func newHandlers(g *Registry, r *Resource) *handlers {
+	h := &handlers{registry: g, resource: r, cols: selected(r)}
+	for _, c := range h.cols {
+		h.names = append(h.names, c.name)
+		h.keys = append(h.keys, string(appendString(nil, c.name))+":")
+	}
+	return h
+}
+
+func (h *handlers) db() *sql.DB            { return h.registry.DB }
+func (h *handlers) dialect() query.Dialect { return h.registry.Dialect }
+func (h *handlers) selectFrom() sq.SelectBuilder {
+	return sq.Select(h.names...).From(h.resource.table())
+}
+
+// tenant returns the tenant that the tenancy middleware resolved.
+func tenant(r *http.Request) tenancy.Tenant {
+	t, ok := tenancy.FromContext(r.Context())
+	if !ok {
+		panic("resource: no tenant in the request context; mount the handlers with Registry.Mount")
+	}
+	return t
+}
+
+// list is GET {prefix}/{scopeId}/{resource}.
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	q, err := h.resource.schema.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	d := h.dialect()
+	cond, args := tenantWhere(h.resource, t)
+	countSQL, countArgs, err := d.SQL(q.Count(d, sq.Select("COUNT(*)").From(h.resource.table()).Where(cond, args...)))
+	if err != nil {
+		apierrors.Write(w, r, apierrors.Internal(err))
+		return
+	}
+	pageSQL, pageArgs, err := d.SQL(q.Page(d, h.selectFrom().Where(cond, args...)))
+	if err != nil {
+		apierrors.Write(w, r, apierrors.Internal(err))
+		return
+	}
+	ctx := r.Context()
+	var total int64
+	if err := h.db().QueryRowContext(ctx, countSQL, countArgs...).Scan(&total); err != nil {
+		apierrors.Write(w, r, readError(err))
+		return
+	}
+	rows, err := h.db().QueryContext(ctx, pageSQL, pageArgs...)
+	if err != nil {
+		apierrors.Write(w, r, readError(err))
+		return
+	}
+	defer rows.Close()
+	buf := make([]byte, 0, 512+256*q.Limit)
+	buf = append(buf, `{"data":[`...)
+	vals, ptrs := h.scratch()
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			apierrors.Write(w, r, apierrors.Internal(err))
+			return
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		if buf, err = h.appendRecord(buf, vals); err != nil {
+			apierrors.Write(w, r, apierrors.Internal(err))
+			return
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		apierrors.Write(w, r, readError(err))
+		return
+	}
+	buf = append(buf, `],"pagination":{"limit":`...)
+	buf = strconv.AppendInt(buf, int64(q.Limit), 10)
+	buf = append(buf, `,"offset":`...)
+	buf = strconv.AppendInt(buf, q.Offset, 10)
+	buf = append(buf, `,"total":`...)
+	buf = strconv.AppendInt(buf, total, 10)
+	buf = append(buf, `},"version":"`+Version+`"}`...)
+	writeJSON(w, http.StatusOK, buf)
+}
+
+// get is GET {prefix}/{scopeId}/{resource}/{id}.
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	id, ok := canonicalID(r.PathValue("id"))
+	if !ok {
+		apierrors.Write(w, r, h.notFound())
+		return
+	}
+	vals, err := h.find(r.Context(), h.db(), t, id, false)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	h.writeRecord(w, r, http.StatusOK, vals)
+}
+
+// create is POST {prefix}/{scopeId}/{resource}.
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	members, err := readObject(w, r)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	changes, err := h.resource.changes(members, true)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	id := newID()
+	var vals []any
+	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
+		wr := &Write{Resource: h.resource, Tenant: t, Changes: changes, Dialect: h.dialect()}
+		if hook := h.resource.Hooks.BeforeCreate; hook != nil {
+			if err := hook(r.Context(), tx, wr); err != nil {
+				return err
+			}
+		}
+		var branch any
+		if h.resource.ScopeType != tenancy.Organization {
+			branch = t.BranchID
+		}
+		if err := h.checkReferences(r.Context(), tx, t, branch, wr.Changes, apierrors.CreateFailed); err != nil {
+			return err
+		}
+		vals, err = h.insert(r.Context(), tx, t, id, wr.Changes)
+		return err
+	})
+	if err != nil {
+		apierrors.Write(w, r, writeError(err, apierrors.CreateFailed))
+		return
+	}
+	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/")+"/"+id)
+	h.writeRecord(w, r, http.StatusCreated, vals)
+}
+
+// update is PATCH {prefix}/{scopeId}/{resource}/{id}.
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	id, ok := canonicalID(r.PathValue("id"))
+	if !ok {
+		apierrors.Write(w, r, h.notFound())
+		return
+	}
+	members, err := readObject(w, r)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	changes, err := h.resource.changes(members, false)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
+	var vals []any
+	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
+		current, err := h.find(r.Context(), tx, t, id, true)
+		if err != nil {
+			return err
+		}
+		if err := h.mayChange(r.Context(), t, current); err != nil {
+			return err
+		}
+		if len(changes) == 0 {
+			vals = current
+			return nil
+		}
+		wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: changes, Dialect: h.dialect()}
+		if hook := h.resource.Hooks.BeforeUpdate; hook != nil {
+			if err := hook(r.Context(), tx, wr); err != nil {
+				return err
+			}
+		}
+		if err := h.checkReferences(r.Context(), tx, t, h.branchOf(current), wr.Changes, apierrors.InvalidUpdate); err != nil {
+			return err
+		}
+		vals, err = h.updateRow(r.Context(), tx, t, id, wr.Changes)
+		return err
+	})
+	if err != nil {
+		apierrors.Write(w, r, writeError(err, apierrors.InvalidUpdate))
+		return
+	}
+	h.writeRecord(w, r, http.StatusOK, vals)
+}
+
+// delete is DELETE {prefix}/{scopeId}/{resource}/{id}.
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	id, ok := canonicalID(r.PathValue("id"))
+	if !ok {
+		apierrors.Write(w, r, h.notFound())
+		return
+	}
+	var vals []any
+	err := h.inTx(r.Context(), func(tx *sql.Tx) error {
+		current, err := h.find(r.Context(), tx, t, id, true)
+		if err != nil {
+			return err
+		}
+		if err := h.mayChange(r.Context(), t, current); err != nil {
+			return err
+		}
+		if hook := h.resource.Hooks.BeforeDelete; hook != nil {
+			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect()}
+			if err := hook(r.Context(), tx, wr); err != nil {
+				return err
+			}
+		}
+		vals, err = h.deleteRow(r.Context(), tx, t, id)
+		return err
+	})
+	if err != nil {
+		if sqlerr.KindOf(err) == sqlerr.ForeignKey {
+			err = apierrors.Conflict("the record is still referenced by other records; delete or change those first")
+		}
+		apierrors.Write(w, r, writeError(err, apierrors.InvalidRequest))
+		return
+	}
+	h.writeRecord(w, r, http.StatusOK, vals)
+}
+
+// mayChange refuses a change of an organization-wide record (branch_id
+// NULL of a branch-or-null resource) by a token that does not cover every
+// branch: a branch-restricted token never changes what other branches see.
+func (h *handlers) mayChange(ctx context.Context, t tenancy.Tenant, current []any) error {
+	if h.resource.ScopeType != tenancy.BranchOrNull || h.branchOf(current) != nil {
+		return nil
+	}
+	all, err := t.CoversAllBranches(ctx)
+	if err != nil {
+		return apierrors.Internal(err)
+	}
+	if !all {
+		return apierrors.InsufficientScope("", "an organization-wide record may be changed only by a token that covers every branch")
+	}
+	return nil
+}
+
+// branchOf returns the branch_id of selected values, or nil.
+func (h *handlers) branchOf(vals []any) any {
+	if h.resource.ScopeType == tenancy.Organization {
+		return nil
+	}
+	return vals[len(vals)-1]
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// find selects the record with id inside the tenant; forUpdate locks it on
+// PostgreSQL for the rest of the transaction. No record is 404.
+func (h *handlers) find(ctx context.Context, q querier, t tenancy.Tenant, id string, forUpdate bool) ([]any, error) {
+	cond, args := tenantWhere(h.resource, t)
+	b := h.selectFrom().Where("id = ?", id).Where(cond, args...)
+	if forUpdate && h.dialect() == query.Postgres {
+		b = b.Suffix("FOR UPDATE")
+	}
+	return h.scanOne(ctx, q, b)
+}
+
+func (h *handlers) insert(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, changes Record) ([]any, error) {
+	d := h.dialect()
+	now := h.registry.now()
+	cols := []string{"id", OrganizationColumn, "created_at", "updated_at"}
+	vals := []any{id, t.OrganizationID, d.Timestamp(now), d.Timestamp(now)}
+	if h.resource.ScopeType != tenancy.Organization {
+		cols = append(cols, BranchColumn)
+		vals = append(vals, t.BranchID)
+	}
+	for _, f := range h.resource.fields {
+		if v, ok := changes[f.Name]; ok {
+			cols = append(cols, f.Name)
+			vals = append(vals, bind(d, f.Type, v))
+		}
+	}
+	b := sq.Insert(h.resource.table()).Columns(cols...).Values(vals...).Suffix("RETURNING " + strings.Join(h.names, ", "))
+	return h.scanOne(ctx, tx, b)
+}
+
+func (h *handlers) updateRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, changes Record) ([]any, error) {
+	d := h.dialect()
+	cond, args := tenantWhere(h.resource, t)
+	b := sq.Update(h.resource.table()).Set("updated_at", d.Timestamp(h.registry.now()))
+	for _, f := range h.resource.fields {
+		if v, ok := changes[f.Name]; ok {
+			b = b.Set(f.Name, bind(d, f.Type, v))
+		}
+	}
+	b = b.Where("id = ?", id).Where(cond, args...).Suffix("RETURNING " + strings.Join(h.names, ", "))
+	return h.scanOne(ctx, tx, b)
+}
+
+func (h *handlers) deleteRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string) ([]any, error) {
+	cond, args := tenantWhere(h.resource, t)
+	b := sq.Delete(h.resource.table()).Where("id = ?", id).Where(cond, args...).Suffix("RETURNING " + strings.Join(h.names, ", "))
+	return h.scanOne(ctx, tx, b)
+}
+
+// scanOne runs a statement that returns at most one record of the
+// resource; none is 404.
+func (h *handlers) scanOne(ctx context.Context, q querier, b sq.Sqlizer) ([]any, error) {
+	text, args, err := h.dialect().SQL(b)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	vals, ptrs := h.scratch()
+	if err := q.QueryRowContext(ctx, text, args...).Scan(ptrs...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, h.notFound()
+		}
+		return nil, err
+	}
+	return vals, nil
+}
+
+// checkReferences checks that every reference among changes names a
+// record the record being written can see: of the tenant's organization,
+// and, for a branch-scoped target, of the record's branch (branch is nil
+// for an organization-wide record), or organization-wide for a
+// branch-or-null target. The database's foreign keys back this up.
+func (h *handlers) checkReferences(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, branch any, changes Record, refuse func(string, ...any) *apierrors.Error) error {
+	for _, f := range h.resource.fields {
+		v, ok := changes[f.Name]
+		if f.References == "" || !ok || v == nil {
+			continue
+		}
+		target := h.registry.Resource(f.References)
+		b := sq.Select("1").From(target.table()).Where("id = ?", v).Where(OrganizationColumn+" = ?", t.OrganizationID)
+		where := "this organization"
+		switch {
+		case target.ScopeType == tenancy.Branch && branch == nil:
+			return refuse("%s: an organization-wide record cannot refer to %s, which belong to a branch", f.Name, target.Name)
+		case target.ScopeType == tenancy.Branch:
+			b, where = b.Where(BranchColumn+" = ?", branch), "this branch"
+		case target.ScopeType == tenancy.BranchOrNull && branch == nil:
+			b, where = b.Where(BranchColumn+" IS NULL"), "this organization's organization-wide records"
+		case target.ScopeType == tenancy.BranchOrNull:
+			b, where = b.Where("("+BranchColumn+" = ? OR "+BranchColumn+" IS NULL)", branch), "this branch"
+		}
+		text, args, err := h.dialect().SQL(b.Limit(1))
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		var one int
+		err = tx.QueryRowContext(ctx, text, args...).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return refuse("%s: no %s with id %s in %s", f.Name, singular(target.Name), v, where)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func singular(name string) string {
+	if strings.HasSuffix(name, "s") {
+		return strings.TrimSuffix(name, "s")
+	}
+	return name
+}
+
+// inTx runs f in a transaction, committed when f returns nil.
+func (h *handlers) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := h.db().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// scratch returns a slice for one row's values and pointers to its
+// elements, for Scan.
+func (h *handlers) scratch() ([]any, []any) {
+	vals := make([]any, len(h.cols))
+	ptrs := make([]any, len(h.cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return vals, ptrs
+}
+
+// record returns selected values as a Record.
+func (h *handlers) record(vals []any) Record {
+	rec := make(Record, len(vals))
+	for i, c := range h.cols {
+		v, err := normalize(c.typ, vals[i])
+		if err == nil {
+			rec[c.name] = v
+		}
+	}
+	return rec
+}
+
+// appendRecord appends selected values as a JSON object.
+func (h *handlers) appendRecord(b []byte, vals []any) ([]byte, error) {
+	b = append(b, '{')
+	for i, c := range h.cols {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, h.keys[i]...)
+		v, err := normalize(c.typ, vals[i])
+		if err != nil {
+			return nil, err
+		}
+		b = appendJSON(b, v)
+	}
+	return append(b, '}'), nil
+}
+
+func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status int, vals []any) {
+	buf := append(make([]byte, 0, 512), `{"data":`...)
+	buf, err := h.appendRecord(buf, vals)
+	if err != nil {
+		apierrors.Write(w, r, apierrors.Internal(err))
+		return
+	}
+	buf = append(buf, `,"version":"`+Version+`"}`...)
+	writeJSON(w, status, buf)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+func (h *handlers) notFound() error {
+	return apierrors.NotFound("no %s with this id", singular(h.resource.Name))
+}
+
+// readError maps a failure of a read: a value the column cannot take is
+// the client's (invalid_request), anything else a 500.
+func readError(err error) error {
+	if sqlerr.KindOf(err) == sqlerr.Data {
+		return apierrors.InvalidRequest("a filter value is out of range for its field")
+	}
+	return apierrors.Internal(err)
+}
+
+// writeError maps the failure of a write: API errors stay as they are; a
+// constraint the database refused the write for, or a value its column
+// cannot hold, is refuse (create_failed on POST, invalid_update on PATCH);
+// anything else is a 500.
+func writeError(err error, refuse func(string, ...any) *apierrors.Error) error {
+	if _, ok := apierrors.As(err); ok {
+		return err
+	}
+	switch sqlerr.KindOf(err) {
+	case sqlerr.Unique:
+		return refuse("a record with the same unique values exists")
+	case sqlerr.ForeignKey:
+		return refuse("a reference names no record of this tenant")
+	case sqlerr.Check, sqlerr.NotNull, sqlerr.Other:
+		return refuse("the database refused the values: a constraint is not met")
+	case sqlerr.Data:
+		return refuse("a value is out of range for its field")
+	}
+	return apierrors.Internal(err)
+}
+
+// canonicalID returns a path id in the lower-case form ids are stored in,
+// if it is a UUID.
+func canonicalID(s string) (string, bool) {
+	v, err := (&query.Field{Type: query.UUID}).ParseValue(s)
+	if err != nil {
+		return "", false
+	}
+	return v.(string), true
+}
+
+// newID returns a random (version 4) UUID.
+func newID() string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // never fails (crypto/rand.Read documents it)
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
+}
+
+var _ = fmt.Sprintf

@@ -1,0 +1,154 @@
+package resource
+
+import (
+	"database/sql"
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// Version is the API version every envelope carries.
+const Version = "v1"
+
+// DefaultPrefixes are the path prefixes the routes are mounted under:
+// /v1 and its alias /api/v1.
+var defaultPrefixes = []string{"/v1", "/api/v1"}
+
+// Registry holds the resources of an API and serves them. DB, Dialect,
+// Verifier and Branches are required; the rest have useful zero values.
+type Registry struct {
+	// DB is the database of every resource's table.
+	DB *sql.DB
+	// Dialect is DB's SQL dialect.
+	Dialect query.Dialect
+	// Verifier checks bearer tokens (an *oauth.Verifier).
+	Verifier tenancy.Verifier
+	// Branches resolves branches for tenancy.
+	Branches tenancy.Branches
+	// Now is the clock of created_at and updated_at; nil means time.Now.
+	Now func() time.Time
+	// Prefixes are the path prefixes to mount under; nil means /v1 and
+	// /api/v1.
+	Prefixes []string
+	// Middleware wraps every route of the API after tenancy has resolved
+	// the tenant, e.g. rate limiting per organization; nil means none.
+	Middleware func(http.Handler) http.Handler
+
+	resources []*Resource
+}
+
+// Register checks and adds resources. A resource that does not compile (a
+// bad field, a reference to an unregistered resource) is an error.
+func (g *Registry) Register(rs ...*Resource) error {
+	for _, r := range rs {
+		if g.Resource(r.Name) != nil {
+			return fmt.Errorf("resource %s: registered twice", r.Name)
+		}
+		if err := r.compile(); err != nil {
+			return err
+		}
+		g.resources = append(g.resources, r)
+	}
+	for _, r := range g.resources {
+		for _, f := range r.fields {
+			if f.References != "" && g.Resource(f.References) == nil {
+				return fmt.Errorf("resource %s: field %s references %s, which is not registered", r.Name, f.Name, f.References)
+			}
+		}
+	}
+	return nil
+}
+
+// Resources returns the registered resources in the order of registration.
+func (g *Registry) Resources() []*Resource { return g.resources }
+
+// Resource returns the registered resource with name, or nil.
+func (g *Registry) Resource(name string) *Resource {
+	for _, r := range g.resources {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func (g *Registry) prefixes() []string {
+	if g.Prefixes != nil {
+		return g.Prefixes
+	}
+	return defaultPrefixes
+}
+
+func (g *Registry) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// Mount registers the routes of every resource on mux, under every prefix:
+//
+//	GET    {prefix}/{scopeId}/{resource}        list
+//	POST   {prefix}/{scopeId}/{resource}        create
+//	GET    {prefix}/{scopeId}/{resource}/{id}   get
+//	PATCH  {prefix}/{scopeId}/{resource}/{id}   update
+//	DELETE {prefix}/{scopeId}/{resource}/{id}   delete
+//
+// Other methods, and every write to a read-only resource, get 405 with an
+// Allow header.
+func (g *Registry) Mount(mux *http.ServeMux) {
+	for _, r := range g.resources {
+		mw := tenancy.Middleware(tenancy.Options{
+			Verifier: g.Verifier, Branches: g.Branches, ScopeType: r.ScopeType,
+			Scope: tenancy.ReadWrite(r.ReadScope(), r.WriteScope()),
+		})
+		wrap := func(h http.HandlerFunc) http.Handler {
+			var next http.Handler = h
+			if g.Middleware != nil {
+				next = g.Middleware(next)
+			}
+			return mw(next)
+		}
+		h := newHandlers(g, r)
+		collectionAllow, itemAllow := []string{"GET", "HEAD", "POST"}, []string{"GET", "HEAD", "PATCH", "DELETE"}
+		if r.ReadOnly {
+			collectionAllow, itemAllow = []string{"GET", "HEAD"}, []string{"GET", "HEAD"}
+		}
+		for _, p := range g.prefixes() {
+			collection := p + "/{scopeId}/" + r.Name
+			item := collection + "/{id}"
+			mux.Handle("GET "+collection, wrap(h.list))
+			mux.Handle("GET "+item, wrap(h.get))
+			if !r.ReadOnly {
+				mux.Handle("POST "+collection, wrap(h.create))
+				mux.Handle("PATCH "+item, wrap(h.update))
+				mux.Handle("DELETE "+item, wrap(h.delete))
+			}
+			mux.Handle(collection, methodNotAllowed(collectionAllow))
+			mux.Handle(item, methodNotAllowed(itemAllow))
+		}
+	}
+}
+
+func methodNotAllowed(allow []string) http.Handler {
+	err := apierrors.MethodNotAllowed(allow...)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		apierrors.Write(w, r, err)
+	})
+}
+
+// tenantWhere returns the condition that keeps a statement inside the
+// tenant, for the resource's scope type, with ? placeholders.
+func tenantWhere(r *Resource, t tenancy.Tenant) (string, []any) {
+	switch r.ScopeType {
+	case tenancy.Branch:
+		return OrganizationColumn + " = ? AND " + BranchColumn + " = ?", []any{t.OrganizationID, t.BranchID}
+	case tenancy.BranchOrNull:
+		return OrganizationColumn + " = ? AND (" + BranchColumn + " = ? OR " + BranchColumn + " IS NULL)", []any{t.OrganizationID, t.BranchID}
+	}
+	return OrganizationColumn + " = ?", []any{t.OrganizationID}
+}

@@ -1,0 +1,230 @@
+// Package resource is a declarative registry of REST resources over SQL
+// tables, and the generic handlers that serve them: list, get, create,
+// update and delete, each inside the tenant that package tenancy resolved,
+// with the envelopes and errors of SPEC section 4.
+//
+// A Resource declares its name, table, scope type (organization, branch or
+// branch-or-null), its fields — type, whether clients may send them on
+// create or update, filter and sort, whether they are required, their
+// bounds — whether it is read-only, and hooks for the rules of its domain
+// (a status flow, a generated number). A Registry holds the resources and
+// mounts every route under /v1 and /api/v1 on a plain http.ServeMux, and
+// describes them all in an OpenAPI 3.1 document.
+//
+// The tenant columns (organization_id, and branch_id for branch-scoped
+// resources) are set by the server and appear in the WHERE clause of every
+// statement, UPDATE and DELETE included; clients can never send, filter or
+// sort on them. Values are always bound parameters.
+package resource
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// The tenant columns every table of a resource has.
+const (
+	OrganizationColumn = "organization_id"
+	BranchColumn       = "branch_id"
+)
+
+// Field declares one field of a resource.
+type Field struct {
+	// Name is the field's name in JSON, filters and sorts; also its column.
+	Name string
+	// Type is the field's type (query.UUID, query.String, ...).
+	Type query.Type
+	// Values are the allowed values of an Enum field.
+	Values []string
+	// Create lets clients send the field on POST; Update on PATCH.
+	Create, Update bool
+	// Required fields must be sent on POST (and may not be set to null).
+	Required bool
+	// Nullable fields may hold and be set to null.
+	Nullable bool
+	// Filter and Sort whitelist the field for the list parameters.
+	Filter, Sort bool
+	// Ops narrows the filter operators (nil: every operator of the type).
+	Ops []query.Op
+	// Min and Max bound an Integer or Number field (nil: unbounded).
+	Min, Max *float64
+	// MaxLength bounds a String field in characters (0: 1000).
+	MaxLength int
+	// References names the resource whose id a UUID field holds. The
+	// database enforces it inside the tenant; a reference to no record of
+	// the tenant is create_failed / invalid_update.
+	References string
+	// Description documents the field in the OpenAPI document.
+	Description string
+}
+
+// Bound returns a pointer to v, for Field.Min and Field.Max.
+func Bound(v float64) *float64 { return &v }
+
+// Record is one record as the hooks see it: field name to value. Values
+// have the Go types of query.Filter.Values: string for UUID, String, Enum
+// and Date (YYYY-MM-DD); int64 for Integer; float64 for Number; time.Time
+// for Timestamp; bool for Boolean; nil for null.
+type Record map[string]any
+
+// Hooks carry the domain rules of a resource. Each runs inside the
+// transaction of the write; an error it returns (use apierrors, e.g.
+// apierrors.InvalidUpdate) refuses the write and rolls it back.
+type Hooks struct {
+	// BeforeCreate may check and complete the new record, e.g. set a
+	// generated number or a default status.
+	BeforeCreate func(ctx context.Context, tx *sql.Tx, w *Write) error
+	// BeforeUpdate may check the changes against the current record, e.g.
+	// a status transition, and add to them.
+	BeforeUpdate func(ctx context.Context, tx *sql.Tx, w *Write) error
+	// BeforeDelete may refuse a delete.
+	BeforeDelete func(ctx context.Context, tx *sql.Tx, w *Write) error
+}
+
+// Write is what a hook sees of a write.
+type Write struct {
+	// Resource is the resource written.
+	Resource *Resource
+	// Tenant is the request's tenant.
+	Tenant tenancy.Tenant
+	// Current is the record before the write (nil on create).
+	Current Record
+	// Changes are the fields the write sets: the body of POST or PATCH,
+	// validated, which a hook may add to.
+	Changes Record
+	// Dialect is the database's dialect, for hooks that run SQL.
+	Dialect query.Dialect
+}
+
+// Value returns the value of field after the write: the change if there is
+// one, else the current value.
+func (w *Write) Value(field string) any {
+	if v, ok := w.Changes[field]; ok {
+		return v
+	}
+	return w.Current[field]
+}
+
+// Resource declares one resource.
+type Resource struct {
+	// Name is the path segment and the scope name: "quotations" is served
+	// at /v1/{scopeId}/quotations with svc:quotations:read and :write.
+	Name string
+	// Table is the SQL table or view ("" means Name).
+	Table string
+	// ScopeType says what {scopeId} names.
+	ScopeType tenancy.ScopeType
+	// Fields are the resource's fields besides id, organization_id,
+	// branch_id, created_at and updated_at, which every resource has and
+	// the server sets.
+	Fields []Field
+	// ReadOnly resources answer POST, PATCH and DELETE with 405.
+	ReadOnly bool
+	// MaxLimit is the largest page (0 means query.MaxLimit, 1000).
+	MaxLimit int
+	// DefaultSort is the order without a sort parameter ("" means
+	// "created_at:desc").
+	DefaultSort string
+	// Hooks are the resource's domain rules.
+	Hooks Hooks
+	// Description documents the resource in the OpenAPI document.
+	Description string
+
+	fields []Field // the declared fields and the common ones
+	schema *query.Schema
+}
+
+// ReadScope and WriteScope are the scopes of the resource.
+func (r *Resource) ReadScope() string  { return "svc:" + r.Name + ":read" }
+func (r *Resource) WriteScope() string { return "svc:" + r.Name + ":write" }
+
+// AllFields returns every field of a compiled resource: id, the declared
+// fields, created_at and updated_at.
+func (r *Resource) AllFields() []Field { return r.fields }
+
+// Field returns the field with name, or nil.
+func (r *Resource) Field(name string) *Field {
+	for i := range r.fields {
+		if r.fields[i].Name == name {
+			return &r.fields[i]
+		}
+	}
+	return nil
+}
+
+func (r *Resource) table() string {
+	if r.Table != "" {
+		return r.Table
+	}
+	return r.Name
+}
+
+// commonFields are the fields the server sets on every resource.
+var commonFields = struct{ id, createdAt, updatedAt Field }{
+	id:        Field{Name: "id", Type: query.UUID, Filter: true, Sort: true, Description: "Identifier, set by the server."},
+	createdAt: Field{Name: "created_at", Type: query.Timestamp, Filter: true, Sort: true, Description: "When the record was created, set by the server."},
+	updatedAt: Field{Name: "updated_at", Type: query.Timestamp, Filter: true, Sort: true, Description: "When the record was last changed, set by the server."},
+}
+
+// compile checks the declaration and builds its query schema.
+func (r *Resource) compile() error {
+	if r.Name == "" {
+		return fmt.Errorf("resource: a resource has no name")
+	}
+	if r.ScopeType < tenancy.Organization || r.ScopeType > tenancy.BranchOrNull {
+		return fmt.Errorf("resource %s: unknown scope type", r.Name)
+	}
+	r.fields = append([]Field{commonFields.id}, r.Fields...)
+	r.fields = append(r.fields, commonFields.createdAt, commonFields.updatedAt)
+	schema := &query.Schema{
+		MaxLimit:    r.MaxLimit,
+		DefaultSort: r.DefaultSort,
+		Reserved:    []string{OrganizationColumn, BranchColumn},
+	}
+	if schema.DefaultSort == "" {
+		schema.DefaultSort = "created_at:desc"
+	}
+	for _, f := range r.fields {
+		switch {
+		case f.Name == OrganizationColumn || f.Name == BranchColumn:
+			return fmt.Errorf("resource %s: %s is a tenant column the server sets; do not declare it", r.Name, f.Name)
+		case r.ReadOnly && (f.Create || f.Update):
+			return fmt.Errorf("resource %s: read-only, but field %s may be written", r.Name, f.Name)
+		case f.Required && !f.Create:
+			return fmt.Errorf("resource %s: field %s is required but cannot be created", r.Name, f.Name)
+		case f.References != "" && f.Type != query.UUID:
+			return fmt.Errorf("resource %s: field %s references %s but is not a UUID", r.Name, f.Name, f.References)
+		case (f.Min != nil || f.Max != nil) && f.Type != query.Integer && f.Type != query.Number:
+			return fmt.Errorf("resource %s: field %s has bounds but is not a number", r.Name, f.Name)
+		}
+		schema.Fields = append(schema.Fields, query.Field{
+			Name: f.Name, Type: f.Type, Values: f.Values, Filterable: f.Filter, Ops: f.Ops,
+			Sortable: f.Sort, Nullable: f.Nullable,
+		})
+	}
+	if err := schema.Validate(); err != nil {
+		return fmt.Errorf("resource %s: %w", r.Name, err)
+	}
+	r.schema = schema
+	return nil
+}
+
+// Schema returns the query schema of a compiled resource: its list
+// parameters' whitelist.
+func (r *Resource) Schema() *query.Schema { return r.schema }
+
+// writable returns the names of the fields a client may send on create
+// (create true) or update.
+func (r *Resource) writable(create bool) []string {
+	var names []string
+	for _, f := range r.fields {
+		if (create && f.Create) || (!create && f.Update) {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}

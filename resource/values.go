@@ -1,0 +1,202 @@
+package resource
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// timestampLayout is how timestamps are written in JSON: RFC 3339 in UTC
+// with microseconds, the precision both databases keep.
+const timestampLayout = "2006-01-02T15:04:05.000000Z"
+
+// column is what the handlers know of one selected column: its name and
+// the type its values have.
+type column struct {
+	name string
+	typ  query.Type
+}
+
+// selected returns the columns a resource's statements select and return:
+// its fields, then organization_id, then branch_id for branch-scoped
+// resources (null for the organization-wide records of branch-or-null
+// ones).
+func selected(r *Resource) []column {
+	cols := make([]column, 0, len(r.fields)+2)
+	for _, f := range r.fields {
+		cols = append(cols, column{f.Name, f.Type})
+	}
+	cols = append(cols, column{OrganizationColumn, query.UUID})
+	if r.ScopeType != tenancy.Organization {
+		cols = append(cols, column{BranchColumn, query.UUID})
+	}
+	return cols
+}
+
+// normalize turns a value as a driver returns it into the Go type of its
+// field (see Record): PostgreSQL's numeric text becomes float64, its dates
+// YYYY-MM-DD, SQLite's timestamp text time.Time, its 0/1 booleans bool.
+func normalize(t query.Type, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if b, ok := v.([]byte); ok {
+		v = string(b)
+	}
+	switch t {
+	case query.UUID, query.String, query.Enum:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	case query.Integer:
+		switch n := v.(type) {
+		case int64:
+			return n, nil
+		case string:
+			return strconv.ParseInt(n, 10, 64)
+		}
+	case query.Number:
+		switch n := v.(type) {
+		case float64:
+			return n, nil
+		case int64:
+			return float64(n), nil
+		case string:
+			return strconv.ParseFloat(n, 64)
+		}
+	case query.Date:
+		switch d := v.(type) {
+		case time.Time:
+			return d.Format(time.DateOnly), nil
+		case string:
+			return d, nil
+		}
+	case query.Timestamp:
+		switch ts := v.(type) {
+		case time.Time:
+			return ts.UTC(), nil
+		case string:
+			return time.Parse(time.RFC3339Nano, ts)
+		}
+	case query.Boolean:
+		switch b := v.(type) {
+		case bool:
+			return b, nil
+		case int64:
+			return b != 0, nil
+		}
+	}
+	return nil, fmt.Errorf("resource: a %v column holds %T", t, v)
+}
+
+// bind turns a Record value into what the dialect binds for type t.
+func bind(d query.Dialect, t query.Type, v any) any {
+	if v == nil {
+		return nil
+	}
+	if t == query.Timestamp {
+		return d.Timestamp(v.(time.Time))
+	}
+	return v
+}
+
+// appendJSON appends v, a Record value of type t, as JSON.
+func appendJSON(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...)
+	case string:
+		return appendString(b, v)
+	case int64:
+		return strconv.AppendInt(b, v, 10)
+	case float64:
+		return appendFloat(b, v)
+	case bool:
+		return strconv.AppendBool(b, v)
+	case time.Time:
+		b = append(b, '"')
+		b = v.UTC().AppendFormat(b, timestampLayout)
+		return append(b, '"')
+	}
+	return append(b, "null"...)
+}
+
+// appendFloat writes a float as encoding/json does.
+func appendFloat(b []byte, f float64) []byte {
+	abs := f
+	if abs < 0 {
+		abs = -abs
+	}
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(b, f, format, -1, 64)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string: quotes, backslashes and control
+// characters escaped, and <, >, & as \u escapes so that the output is safe
+// anywhere, as encoding/json does. Invalid UTF-8 becomes U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == 0xFFFD && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// quoteList writes names as a comma-separated list for messages.
+func quoteList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

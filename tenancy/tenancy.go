@@ -1,0 +1,276 @@
+// Package tenancy is the net/http middleware between an OAuth access token
+// and a tenant's data: it authenticates the bearer token, refuses product
+// user tokens, checks the scope a call needs, and resolves the {scopeId}
+// segment of the path into a Tenant — the organization, and the branch for
+// branch-scoped resources — that it puts in the request's context.
+//
+//	mw := tenancy.Middleware(tenancy.Options{
+//		Verifier:  verifier,           // an *oauth.Verifier
+//		Branches:  branches,           // who owns a branch: a small lookup
+//		ScopeType: tenancy.Branch,
+//		Scope:     tenancy.ReadWrite("svc:orders:read", "svc:orders:write"),
+//	})
+//	mux.Handle("GET /v1/{scopeId}/orders", mw(listOrders))
+//
+//	func listOrders(w http.ResponseWriter, r *http.Request) {
+//		t, _ := tenancy.FromContext(r.Context())
+//		// WHERE organization_id = t.OrganizationID AND branch_id = t.BranchID
+//	}
+//
+// The answers follow SPEC section 2 to the letter: no token 401
+// unauthorized; a bad one 401 invalid_token; a product user token 403
+// invalid_token_type; a missing scope 403 insufficient_scope; a {scopeId}
+// that is not a UUID, not found, or of another organization 404 not_found
+// (another tenant's ids are never confirmed); a branch of the token's own
+// organization that a client-credentials token may not use 403
+// insufficient_scope.
+//
+// Branch lookups go through the Branches interface on every request and
+// are never cached here, so an answer is never stale after a branch is
+// created or removed; a Branches implementation that caches must keep that
+// promise itself.
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth"
+)
+
+// ScopeType says what the {scopeId} path segment of a resource names.
+type ScopeType uint8
+
+// The scope types of SPEC section 2.
+const (
+	// Organization: {scopeId} is the token's organization.
+	Organization ScopeType = iota + 1
+	// Branch: {scopeId} is a branch of the token's organization that the
+	// token may use.
+	Branch
+	// BranchOrNull: as Branch, and the resource also has organization-wide
+	// records (branch_id NULL) that every branch sees.
+	BranchOrNull
+)
+
+// String returns "organization", "branch" or "branch-or-null".
+func (s ScopeType) String() string {
+	switch s {
+	case Organization:
+		return "organization"
+	case Branch:
+		return "branch"
+	case BranchOrNull:
+		return "branch-or-null"
+	}
+	return fmt.Sprintf("ScopeType(%d)", uint8(s))
+}
+
+// Verifier checks a bearer token. An *oauth.Verifier is one.
+type Verifier interface {
+	Verify(ctx context.Context, token string) (*oauth.Claims, error)
+}
+
+// ErrNoBranch is what Branches returns for a branch that does not exist.
+var ErrNoBranch = errors.New("tenancy: no such branch")
+
+// Branches answers the two questions tenancy asks about branches.
+type Branches interface {
+	// Organization returns the organization that owns the branch, or an
+	// error wrapping ErrNoBranch.
+	Organization(ctx context.Context, branchID string) (string, error)
+	// List returns the ids of every branch of the organization.
+	List(ctx context.Context, organizationID string) ([]string, error)
+}
+
+// Tenant is who a request acts for and on what: the organization, the
+// branch of the path, and what the token may do.
+type Tenant struct {
+	// OrganizationID is the token's organization, which the path named.
+	OrganizationID string
+	// BranchID is the branch the path named; empty for organization-scoped
+	// resources.
+	BranchID string
+	// Claims are the verified token's claims.
+	Claims *oauth.Claims
+
+	branches Branches
+}
+
+// Subject is the token's subject: the user of an authorization-code token,
+// the app of a client-credentials token.
+func (t Tenant) Subject() string { return t.Claims.Subject }
+
+// HasScope reports whether the token carries scope.
+func (t Tenant) HasScope(scope string) bool { return t.Claims.HasScope(scope) }
+
+// CoversAllBranches reports whether the token may use every branch of the
+// organization: an authorization-code token always may; a
+// client-credentials token when its branches include every branch the
+// organization has now. Changing an organization-wide record needs it, so
+// that a branch-restricted token never changes what other branches see.
+func (t Tenant) CoversAllBranches(ctx context.Context) (bool, error) {
+	if !t.Claims.ClientCredentials() {
+		return true, nil
+	}
+	all, err := t.branches.List(ctx, t.OrganizationID)
+	if err != nil {
+		return false, fmt.Errorf("tenancy: list branches: %w", err)
+	}
+	for _, b := range all {
+		if !slices.Contains(t.Claims.BranchIDs, b) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+type contextKey struct{}
+
+// NewContext returns ctx carrying t.
+func NewContext(ctx context.Context, t Tenant) context.Context {
+	return context.WithValue(ctx, contextKey{}, t)
+}
+
+// FromContext returns the Tenant that Middleware put in ctx.
+func FromContext(ctx context.Context) (Tenant, bool) {
+	t, ok := ctx.Value(contextKey{}).(Tenant)
+	return t, ok
+}
+
+// ScopeFunc returns the scope a request needs.
+type ScopeFunc func(r *http.Request) string
+
+// ReadWrite returns a ScopeFunc that asks read for GET and HEAD and write
+// for every other method. Write does not imply read.
+func ReadWrite(read, write string) ScopeFunc {
+	return func(r *http.Request) string {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return read
+		}
+		return write
+	}
+}
+
+// Options configure Middleware.
+type Options struct {
+	// Verifier checks the bearer token. Required.
+	Verifier Verifier
+	// Branches resolves branches. Required for Branch and BranchOrNull.
+	Branches Branches
+	// ScopeType says what {scopeId} names. Required.
+	ScopeType ScopeType
+	// Scope returns the scope the request needs; nil means none.
+	Scope ScopeFunc
+	// PathValue names the path wildcard that holds the scope id ("" means
+	// "scopeId", as in /v1/{scopeId}/orders).
+	PathValue string
+}
+
+// Middleware authenticates the request, checks its scope, resolves its
+// tenant and calls next with the Tenant in the request's context. Every
+// refusal is written with apierrors.Write.
+func Middleware(opts Options) func(http.Handler) http.Handler {
+	name := opts.PathValue
+	if name == "" {
+		name = "scopeId"
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t, err := opts.resolve(r, r.PathValue(name))
+			if err != nil {
+				apierrors.Write(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), t)))
+		})
+	}
+}
+
+// Authenticate checks the bearer token of r: 401 unauthorized without one,
+// 401 invalid_token for a bad one, 403 invalid_token_type for a product
+// user token.
+func Authenticate(r *http.Request, v Verifier) (*oauth.Claims, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, apierrors.Unauthorized("an Authorization: Bearer token is required")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, apierrors.InvalidToken("the Authorization header must be Bearer <token>")
+	}
+	c, err := v.Verify(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		return nil, err
+	}
+	if !c.OAuth() {
+		return nil, apierrors.InvalidTokenType("the API takes OAuth access tokens, not product user tokens")
+	}
+	return c, nil
+}
+
+func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
+	c, err := Authenticate(r, o.Verifier)
+	if err != nil {
+		return Tenant{}, err
+	}
+	if o.Scope != nil {
+		if need := o.Scope(r); need != "" && !c.HasScope(need) {
+			return Tenant{}, apierrors.InsufficientScope(need, "the token lacks the scope %s", need)
+		}
+	}
+	id, ok := canonicalUUID(scopeID)
+	if !ok {
+		return Tenant{}, notFound()
+	}
+	t := Tenant{OrganizationID: c.OrganizationID, Claims: c, branches: o.Branches}
+	if o.ScopeType == Organization {
+		if id != c.OrganizationID {
+			return Tenant{}, notFound()
+		}
+		return t, nil
+	}
+	org, err := o.Branches.Organization(r.Context(), id)
+	switch {
+	case errors.Is(err, ErrNoBranch):
+		return Tenant{}, notFound()
+	case err != nil:
+		return Tenant{}, apierrors.Internal(fmt.Errorf("tenancy: resolve branch: %w", err))
+	case org != c.OrganizationID:
+		return Tenant{}, notFound()
+	case c.ClientCredentials() && !slices.Contains(c.BranchIDs, id):
+		return Tenant{}, apierrors.InsufficientScope("", "the token may not use this branch")
+	}
+	t.BranchID = id
+	return t, nil
+}
+
+func notFound() error {
+	return apierrors.NotFound("no such organization or branch")
+}
+
+// canonicalUUID accepts the 8-4-4-4-12 hex form in either case and returns
+// it in lower case.
+func canonicalUUID(s string) (string, bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return "", false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return "", false
+		}
+	}
+	return strings.ToLower(s), true
+}
