@@ -177,11 +177,17 @@ func (c *orgCreate) check() error {
 	return nil
 }
 
-// exec inserts the organization.
+// exec inserts the organization and its master data in one transaction.
 func (c *orgCreate) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
 	id := newID()
-	if _, err := db.ExecContext(ctx, "INSERT INTO organizations (id, name) VALUES ($1, $2)", id, c.name); err != nil {
-		return nil, fmt.Errorf("insert organization: %w", err)
+	err := inTx(ctx, db, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO organizations (id, name) VALUES ($1, $2)", id, c.name); err != nil {
+			return fmt.Errorf("insert organization: %w", err)
+		}
+		return seedMasterData(ctx, tx, id)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return created{ID: id}, nil
 }

@@ -89,7 +89,7 @@ func TestSQLiteRelativePath(t *testing.T) {
 	} {
 		out, err := runCommand(t, nil, "migrate", "--database-url", tc.url)
 		require.NoError(t, err, tc.url)
-		assert.JSONEq(t, `{"applied":[1]}`, out)
+		assert.JSONEq(t, `{"applied":[1,2]}`, out)
 		assert.FileExists(t, tc.file)
 	}
 }
@@ -100,7 +100,7 @@ func TestSQLiteAbsolutePath(t *testing.T) {
 	require.True(t, strings.HasPrefix(path, "/"))
 	out, err := runCommand(t, nil, "migrate", "--database-url", "sqlite://"+path) // sqlite:///tmp/...
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"applied":[1]}`, out)
+	assert.JSONEq(t, `{"applied":[1,2]}`, out)
 	assert.FileExists(t, path)
 }
 
@@ -116,7 +116,7 @@ func TestOpenDB(t *testing.T) {
 
 			applied, err := migrateDB(t.Context(), db, dialect)
 			require.NoError(t, err)
-			assert.Equal(t, []int{1}, applied)
+			assert.Equal(t, []int{1, 2}, applied)
 			applied, err = migrateDB(t.Context(), db, dialect)
 			require.NoError(t, err)
 			assert.Empty(t, applied)
@@ -162,7 +162,7 @@ func TestReadyz(t *testing.T) {
 	t.Parallel()
 	db, _, err := openDB(t.Context(), "sqlite://"+testdb.SQLitePath(t))
 	require.NoError(t, err)
-	h := newHandler(db, &oauth.Server{})
+	h := newHandler(db, &oauth.Server{}, nil)
 
 	serveOnce := func(method string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()

@@ -8,17 +8,22 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/resource"
 )
 
 // readyTimeout bounds the database ping of the readiness probe.
 const readyTimeout = 2 * time.Second
 
-// newHandler returns the server's routes over db. Every response that is
-// not a success has the API error shape of package errors, including those
-// for routes that do not exist.
-func newHandler(db *sql.DB, tokens *oauth.Server) http.Handler {
+// newHandler returns the server's routes over db: the token service, the
+// API of api (when not nil), and the probes. Every response that is not a
+// success has the API error shape of package errors, including those for
+// routes that do not exist.
+func newHandler(db *sql.DB, tokens *oauth.Server, api *resource.Registry) http.Handler {
 	mux := http.NewServeMux()
 	tokens.Mount(mux)
+	if api != nil {
+		api.Mount(mux)
+	}
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))
 	mux.Handle("GET /readyz", handleReadyz(db))

@@ -188,7 +188,7 @@ func TestRunServe(t *testing.T) {
 	for _, tc := range []struct{ method, path string }{
 		{http.MethodGet, "/nope"},
 		{http.MethodGet, "/"},
-		{http.MethodDelete, "/v1/x/orders/1"},
+		{http.MethodDelete, "/v1/x/no_such_resource/1"},
 	} {
 		t.Run("unknown route "+tc.method+" "+tc.path, func(t *testing.T) {
 			resp, body := get(t, tc.method, url+tc.path)

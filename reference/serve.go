@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/waybillhq/waybill/oauth"
 )
 
 // Timeouts of the HTTP server. Request bodies are at most 1 MiB (SPEC
@@ -31,7 +33,7 @@ type serveConfig struct {
 	Addr string
 	// DatabaseURL names the database (see openDB).
 	DatabaseURL string
-	// Demo asks for demo data to be seeded. Accepted, not yet acted on.
+	// Demo seeds demo data once and prints the app's credentials.
 	Demo bool
 	// Issuer is the issuer URL of the tokens and the base of the OAuth
 	// endpoints; empty means http:// and the address listened on.
@@ -52,7 +54,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "`address` to listen on; port 0 picks a free port")
 	databaseURLFlag(fs, &cfg.DatabaseURL)
-	fs.BoolVar(&cfg.Demo, "demo", false, "seed an organization, branches, a user, an app and sample records; not yet implemented")
+	fs.BoolVar(&cfg.Demo, "demo", false, "seed, once, an organization with two branches, a user, an app and a few hundred records, and print how to use them")
 	fs.StringVar(&cfg.Issuer, "issuer", "", "issuer `URL` of the tokens and base of the OAuth endpoints (default http://ADDR)")
 	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
 	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
@@ -101,10 +103,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}()
 	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", applied)
 
-	if cfg.Demo {
-		logger.Info("demo mode requested; seeding demo data is not implemented yet")
-	}
-
 	store := newOAuthStore(db, dialect)
 	keys, err := signingKeys(ctx, store, cfg.JWTSecret, cfg.JWTPreviousSecret)
 	if err != nil {
@@ -118,9 +116,16 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}
 	tokens := newOAuthServer(db, store, keys, issuer)
 	tokens.Logger = logger
+	verifier := oauth.NewVerifier(keys, issuer)
+	verifier.Families = store
+	api, err := newAPI(db, dialect, verifier)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
 
 	srv := &http.Server{
-		Handler:           newHandler(db, tokens),
+		Handler:           newHandler(db, tokens, api),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -133,6 +138,13 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: print address: %w", err)
 	}
 	logger.Info("listening", "addr", ln.Addr().String(), "url", url, "issuer", issuer)
+	if cfg.Demo {
+		// Seeded before serving: requests wait in the listen backlog.
+		if err := seedDemo(ctx, db, dialect, tokens, stdout, issuer); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("serve: demo: %w", err)
+		}
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
