@@ -234,16 +234,22 @@ func TestRunServePostgres(t *testing.T) {
 // that WAYBILL_ADDR supplies the address.
 func TestRunNoArgs(t *testing.T) {
 	t.Parallel()
-	url, logs, stop := startRun(t, nil, env(map[string]string{
+	dbURL := "sqlite://" + testdb.SQLitePath(t)
+	url, _, stop := startRun(t, nil, env(map[string]string{
 		"WAYBILL_ADDR":         "127.0.0.1:0",
-		"WAYBILL_DATABASE_URL": "sqlite://" + testdb.SQLitePath(t),
+		"WAYBILL_DATABASE_URL": dbURL,
 	}))
 
 	resp, _ := get(t, http.MethodGet, url+"/healthz")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NoError(t, stop())
-	assert.True(t, hasLog(logLines(t, logs.String()), "demo mode requested; seeding demo data is not implemented yet"),
-		"logs:\n%s", logs)
+
+	db, _, err := openDB(t.Context(), dbURL)
+	require.NoError(t, err)
+	defer db.Close()
+	var demo int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM organizations WHERE name = 'Demo Transport'").Scan(&demo))
+	assert.Equal(t, 1, demo, "--demo seeded its organization")
 }
 
 func TestRunErrors(t *testing.T) {

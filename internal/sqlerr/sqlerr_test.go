@@ -25,11 +25,11 @@ func TestKindOf(t *testing.T) {
 			CREATE TABLE child (id integer PRIMARY KEY, parent integer REFERENCES parent, n integer NOT NULL CHECK (n >= 0), small smallint)`,
 			map[string]sqlerr.Kind{
 				"INSERT INTO child VALUES (1, NULL, 1, 1), (1, NULL, 1, 1)": sqlerr.Unique,
-				"INSERT INTO child VALUES (2, 99, 1, 1)":                     sqlerr.ForeignKey,
-				"INSERT INTO child VALUES (3, NULL, -1, 1)":                  sqlerr.Check,
-				"INSERT INTO child VALUES (4, NULL, NULL, 1)":                sqlerr.NotNull,
-				"INSERT INTO child VALUES (5, NULL, 1, 99999)":               sqlerr.Data,
-				"SELECT * FROM nowhere":                                      sqlerr.None,
+				"INSERT INTO child VALUES (2, 99, 1, 1)":                    sqlerr.ForeignKey,
+				"INSERT INTO child VALUES (3, NULL, -1, 1)":                 sqlerr.Check,
+				"INSERT INTO child VALUES (4, NULL, NULL, 1)":               sqlerr.NotNull,
+				"INSERT INTO child VALUES (5, NULL, 1, 99999)":              sqlerr.Data,
+				"SELECT * FROM nowhere":                                     sqlerr.None,
 			}},
 		{"sqlite", testdb.SQLite, `
 			CREATE TABLE parent (id INTEGER PRIMARY KEY);
