@@ -190,13 +190,18 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, err)
 		return
 	}
+	coversAll, err := h.coversAll(r.Context(), t)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
 	var vals []any
 	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
 		current, err := h.find(r.Context(), tx, t, id, true)
 		if err != nil {
 			return err
 		}
-		if err := h.mayChange(r.Context(), t, current); err != nil {
+		if err := h.mayChange(coversAll, current); err != nil {
 			return err
 		}
 		if len(changes) == 0 {
@@ -230,13 +235,18 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, h.notFound())
 		return
 	}
+	coversAll, err := h.coversAll(r.Context(), t)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
 	var vals []any
-	err := h.inTx(r.Context(), func(tx *sql.Tx) error {
+	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
 		current, err := h.find(r.Context(), tx, t, id, true)
 		if err != nil {
 			return err
 		}
-		if err := h.mayChange(r.Context(), t, current); err != nil {
+		if err := h.mayChange(coversAll, current); err != nil {
 			return err
 		}
 		if hook := h.resource.Hooks.BeforeDelete; hook != nil {
@@ -258,21 +268,29 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 	h.writeRecord(w, r, http.StatusOK, vals)
 }
 
-// mayChange refuses a change of an organization-wide record (branch_id
-// NULL of a branch-or-null resource) by a token that does not cover every
-// branch: a branch-restricted token never changes what other branches see.
-func (h *handlers) mayChange(ctx context.Context, t tenancy.Tenant, current []any) error {
-	if h.resource.ScopeType != tenancy.BranchOrNull || h.branchOf(current) != nil {
-		return nil
+// coversAll reports, for a branch-or-null resource, whether the token
+// covers every branch of the organization. It asks before the write's
+// transaction begins, so that a database of one connection (SQLite) is
+// never asked twice at once.
+func (h *handlers) coversAll(ctx context.Context, t tenancy.Tenant) (bool, error) {
+	if h.resource.ScopeType != tenancy.BranchOrNull {
+		return true, nil
 	}
 	all, err := t.CoversAllBranches(ctx)
 	if err != nil {
-		return apierrors.Internal(err)
+		return false, apierrors.Internal(err)
 	}
-	if !all {
-		return apierrors.InsufficientScope("", "an organization-wide record may be changed only by a token that covers every branch")
+	return all, nil
+}
+
+// mayChange refuses a change of an organization-wide record (branch_id
+// NULL of a branch-or-null resource) by a token that does not cover every
+// branch: a branch-restricted token never changes what other branches see.
+func (h *handlers) mayChange(coversAll bool, current []any) error {
+	if h.resource.ScopeType != tenancy.BranchOrNull || h.branchOf(current) != nil || coversAll {
+		return nil
 	}
-	return nil
+	return apierrors.InsufficientScope("", "an organization-wide record may be changed only by a token that covers every branch")
 }
 
 // branchOf returns the branch_id of selected values, or nil.
@@ -394,8 +412,15 @@ func (h *handlers) checkReferences(ctx context.Context, tx *sql.Tx, t tenancy.Te
 	return nil
 }
 
+// singular names one record of a resource for messages: "branches" is
+// "branch", "quotations" "quotation", "master_data" stays.
 func singular(name string) string {
-	if strings.HasSuffix(name, "s") {
+	switch {
+	case strings.HasSuffix(name, "ies"):
+		return strings.TrimSuffix(name, "ies") + "y"
+	case strings.HasSuffix(name, "ches"), strings.HasSuffix(name, "shes"), strings.HasSuffix(name, "sses"), strings.HasSuffix(name, "xes"):
+		return strings.TrimSuffix(name, "es")
+	case strings.HasSuffix(name, "s"):
 		return strings.TrimSuffix(name, "s")
 	}
 	return name

@@ -1,0 +1,78 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waybillhq/waybill/ratelimit"
+)
+
+// benchKeys is how many keys the many-key benchmarks cycle through.
+const benchKeys = 10_000
+
+// benchLimit is the SPEC's REST API limit.
+var benchLimit = ratelimit.Limit{Name: "api", Quota: 1000, Window: time.Minute}
+
+func keys(n int) []string {
+	ks := make([]string, n)
+	for i := range ks {
+		ks[i] = fmt.Sprintf("4f1c2a7e-5b0d-4e8f-9a3c-%012d", i) // organization ids
+	}
+	return ks
+}
+
+func BenchmarkMemoryAllow(b *testing.B) {
+	ctx := context.Background()
+	b.Run("one key", func(b *testing.B) {
+		m := ratelimit.NewMemory(ratelimit.MemoryOptions{})
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = m.Allow(ctx, "org-1", benchLimit)
+		}
+	})
+	b.Run("many keys", func(b *testing.B) {
+		m := ratelimit.NewMemory(ratelimit.MemoryOptions{})
+		ks := keys(benchKeys)
+		for _, k := range ks {
+			_, _ = m.Allow(ctx, k, benchLimit)
+		}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			_, _ = m.Allow(ctx, ks[i], benchLimit)
+			if i++; i == len(ks) {
+				i = 0
+			}
+		}
+	})
+	b.Run("parallel one key", func(b *testing.B) {
+		m := ratelimit.NewMemory(ratelimit.MemoryOptions{})
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_, _ = m.Allow(ctx, "org-1", benchLimit)
+			}
+		})
+	})
+	b.Run("parallel many keys", func(b *testing.B) {
+		m := ratelimit.NewMemory(ratelimit.MemoryOptions{})
+		ks := keys(benchKeys)
+		for _, k := range ks {
+			_, _ = m.Allow(ctx, k, benchLimit)
+		}
+		var worker atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(worker.Add(1)) * 7919 % len(ks)
+			for pb.Next() {
+				_, _ = m.Allow(ctx, ks[i], benchLimit)
+				if i++; i == len(ks) {
+					i = 0
+				}
+			}
+		})
+	})
+}

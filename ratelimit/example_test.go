@@ -1,0 +1,127 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/waybillhq/waybill/ratelimit"
+)
+
+// A fresh key may spend its whole quota at once, then earns it back, one
+// request every Window/Quota.
+func ExampleMemory() {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	limiter := ratelimit.NewMemory(ratelimit.MemoryOptions{
+		Now: func() time.Time { return now }, // a fixed clock, for the example
+	})
+	limit := ratelimit.Limit{Name: "api", Quota: 3, Window: time.Minute}
+
+	for range 4 {
+		d, _ := limiter.Allow(context.Background(), "org-1", limit)
+		fmt.Printf("allowed=%v remaining=%d reset=%v retry-after=%v\n", d.Allowed, d.Remaining, d.Reset, d.RetryAfter)
+	}
+	now = now.Add(20 * time.Second) // one request earned back
+	d, _ := limiter.Allow(context.Background(), "org-1", limit)
+	fmt.Printf("allowed=%v remaining=%d reset=%v\n", d.Allowed, d.Remaining, d.Reset)
+	// Output:
+	// allowed=true remaining=2 reset=20s retry-after=0s
+	// allowed=true remaining=1 reset=40s retry-after=0s
+	// allowed=true remaining=0 reset=1m0s retry-after=0s
+	// allowed=false remaining=0 reset=1m0s retry-after=20s
+	// allowed=true remaining=0 reset=1m0s
+}
+
+// The middleware counts each request under its key and sets the RateLimit
+// headers on every response; over the limit it answers 429.
+func ExampleMiddleware() {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	limiter := ratelimit.NewMemory(ratelimit.MemoryOptions{Now: func() time.Time { return now }})
+	byOrganization := func(r *http.Request) (string, bool) {
+		id := r.PathValue("scopeId")
+		return id, id != ""
+	}
+	limit := ratelimit.Limit{Name: "api", Quota: 2, Window: time.Minute}
+
+	limited := ratelimit.Middleware(limiter, limit, byOrganization)
+	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, `{"data":[]}`)
+	})
+
+	// Inside the mux, so that the KeyFunc can read r.PathValue.
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/{scopeId}/orders", limited(orders))
+	server := httptest.NewServer(mux)
+	defer server.Close()
+
+	for range 3 {
+		resp, err := http.Get(server.URL + "/v1/org-1/orders")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+		fmt.Printf("%d RateLimit-Policy: %s RateLimit: %s Retry-After: %q\n", resp.StatusCode,
+			resp.Header.Get("RateLimit-Policy"), resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"))
+	}
+	// Output:
+	// 200 RateLimit-Policy: "api";q=2;w=60 RateLimit: "api";r=1;t=30 Retry-After: ""
+	// 200 RateLimit-Policy: "api";q=2;w=60 RateLimit: "api";r=0;t=60 Retry-After: ""
+	// 429 RateLimit-Policy: "api";q=2;w=60 RateLimit: "api";r=0;t=60 Retry-After: "30"
+}
+
+// A KeyFunc names the key of a request; ok false leaves it unlimited. Here
+// it reads a header, and requests without one are not limited.
+func ExampleKeyFunc() {
+	byApp := ratelimit.KeyFunc(func(r *http.Request) (string, bool) {
+		app := r.Header.Get("X-App-Id")
+		return app, app != ""
+	})
+	h := ratelimit.Middleware(ratelimit.NewMemory(ratelimit.MemoryOptions{}),
+		ratelimit.Limit{Name: "functions", Quota: 1, Window: time.Minute}, byApp,
+	)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+
+	for _, app := range []string{"app-1", "app-1", "", ""} {
+		req := httptest.NewRequest(http.MethodPost, "/functions/v1/oauth-token", nil)
+		req.Header.Set("X-App-Id", app)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Printf("%q %d\n", app, rec.Code)
+	}
+	// Output:
+	// "app-1" 200
+	// "app-1" 429
+	// "" 200
+	// "" 200
+}
+
+// A limiter that fails (a Redis that is down) lets requests through by
+// default; FailClosed refuses them with 503 instead.
+func ExampleMiddlewareWithOptions() {
+	h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter:    failing{},
+		Limit:      ratelimit.Limit{Name: "token", Quota: 30, Window: time.Minute},
+		FailClosed: true,
+		OnError: func(r *http.Request, err error) {
+			fmt.Println("limiter error:", err) // log it, count it
+		},
+	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/auth/v1/oauth/token", nil))
+	fmt.Println(rec.Code)
+	fmt.Print(rec.Body.String())
+	// Output:
+	// limiter error: redis is down
+	// 503
+	// {"error":"temporarily_unavailable","error_description":"the rate limit could not be checked; retry later"}
+}
+
+// failing is a Limiter whose backend is down.
+type failing struct{}
+
+func (failing) Allow(context.Context, string, ratelimit.Limit) (ratelimit.Decision, error) {
+	return ratelimit.Decision{}, fmt.Errorf("redis is down")
+}

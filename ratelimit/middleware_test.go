@@ -1,0 +1,316 @@
+package ratelimit_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/ratelimit"
+	"github.com/waybillhq/waybill/ratelimit/ratelimittest"
+)
+
+// stubLimiter answers every request with its decision or error and counts
+// the calls.
+type stubLimiter struct {
+	decision ratelimit.Decision
+	err      error
+	calls    atomic.Int64
+}
+
+func (s *stubLimiter) Allow(context.Context, string, ratelimit.Limit) (ratelimit.Decision, error) {
+	s.calls.Add(1)
+	return s.decision, s.err
+}
+
+// okHandler answers 200 "ok" and counts the requests that reach it.
+type okHandler struct{ calls atomic.Int64 }
+
+func (h *okHandler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	h.calls.Add(1)
+	_, _ = io.WriteString(w, "ok")
+}
+
+// errorBody is the JSON body of an error response.
+type errorBody struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func decodeError(t *testing.T, rec *httptest.ResponseRecorder) errorBody {
+	t.Helper()
+	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+	var b errorBody
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &b), rec.Body.String())
+	return b
+}
+
+func TestMiddlewareLimits(t *testing.T) {
+	t.Parallel()
+	var clock ratelimittest.Clock
+	limiter := ratelimit.NewMemory(ratelimit.MemoryOptions{Now: clock.Now})
+	limit := ratelimit.Limit{Name: "api", Quota: 2, Window: time.Minute}
+	next := &okHandler{}
+	h := ratelimit.Middleware(limiter, limit, ratelimit.KeyByRemoteAddr)(next)
+
+	const policy = `"api";q=2;w=60`
+	steps := []struct {
+		name       string
+		at         time.Duration
+		remoteAddr string
+		status     int
+		state      string // the RateLimit header
+		retryAfter string
+	}{
+		{"first", 0, "192.0.2.1:1000", 200, `"api";r=1;t=30`, ""},
+		{"second, another port", 0, "192.0.2.1:1001", 200, `"api";r=0;t=60`, ""},
+		{"over the limit", 0, "192.0.2.1:1000", 429, `"api";r=0;t=60`, "30"},
+		{"another address", 0, "192.0.2.2:1000", 200, `"api";r=1;t=30`, ""},
+		{"a second later", time.Second, "192.0.2.1:1000", 429, `"api";r=0;t=59`, "29"},
+		{"a nanosecond early", 30*time.Second - 1, "192.0.2.1:1000", 429, `"api";r=0;t=31`, "1"},
+		{"earned back", 30 * time.Second, "192.0.2.1:1000", 200, `"api";r=0;t=60`, ""},
+		{"IPv6", 30 * time.Second, "[2001:db8::1]:443", 200, `"api";r=1;t=30`, ""},
+	}
+	for _, s := range steps {
+		clock.Set(s.at)
+		req := httptest.NewRequest(http.MethodGet, "/v1/org/orders", nil)
+		req.RemoteAddr = s.remoteAddr
+		rec := httptest.NewRecorder()
+		before := next.calls.Load()
+		h.ServeHTTP(rec, req)
+
+		assert.Equal(t, s.status, rec.Code, s.name)
+		assert.Equal(t, policy, rec.Header().Get("RateLimit-Policy"), s.name)
+		assert.Equal(t, s.state, rec.Header().Get("RateLimit"), s.name)
+		assert.Equal(t, s.retryAfter, rec.Header().Get("Retry-After"), s.name)
+		if s.status == http.StatusOK {
+			assert.Equal(t, before+1, next.calls.Load(), "%s: the handler runs", s.name)
+			assert.Equal(t, "ok", rec.Body.String(), s.name)
+			continue
+		}
+		assert.Equal(t, before, next.calls.Load(), "%s: the handler does not run", s.name)
+		b := decodeError(t, rec)
+		assert.Equal(t, errorBody{"rate_limited", "rate limit exceeded; retry in " + s.retryAfter + " s"}, b, s.name)
+	}
+}
+
+func TestMiddlewareHeadOverTheLimit(t *testing.T) {
+	t.Parallel()
+	h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: &stubLimiter{decision: ratelimit.Decision{Reset: time.Minute, RetryAfter: 1500 * time.Millisecond}},
+		Limit:   ratelimit.Limit{Name: "api", Quota: 10, Window: time.Minute},
+	})(&okHandler{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, "/", nil))
+	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+	assert.Equal(t, "2", rec.Header().Get("Retry-After"), "rounded up")
+	assert.Equal(t, `"api";r=0;t=60`, rec.Header().Get("RateLimit"))
+	assert.Empty(t, rec.Body.String())
+}
+
+func TestMiddlewareDoesNotLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		limit ratelimit.Limit
+		key   ratelimit.KeyFunc
+	}{
+		{"quota 0", ratelimit.Limit{Name: "api", Quota: 0, Window: time.Minute}, ratelimit.KeyByRemoteAddr},
+		{"quota 0 and no window", ratelimit.Limit{Name: "api"}, nil},
+		{"key func says no", ratelimit.Limit{Name: "api", Quota: 1, Window: time.Minute},
+			func(*http.Request) (string, bool) { return "", false }},
+		{"no remote address", ratelimit.Limit{Name: "api", Quota: 1, Window: time.Minute}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			limiter := &stubLimiter{err: errors.New("must not be called")}
+			next := &okHandler{}
+			h := ratelimit.Middleware(limiter, tc.limit, tc.key)(next)
+			for range 5 {
+				req := httptest.NewRequest(http.MethodGet, "/", nil)
+				req.RemoteAddr = ""
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				assert.Equal(t, http.StatusOK, rec.Code)
+				assert.Empty(t, rec.Header().Get("RateLimit-Policy"))
+				assert.Empty(t, rec.Header().Get("RateLimit"))
+			}
+			assert.Equal(t, int64(5), next.calls.Load())
+			assert.Zero(t, limiter.calls.Load(), "the limiter is not asked")
+		})
+	}
+}
+
+func TestMiddlewareLimiterFails(t *testing.T) {
+	t.Parallel()
+	errDown := errors.New("redislimit: dial tcp 127.0.0.1:6379: connect: connection refused")
+	tests := []struct {
+		name       string
+		failClosed bool
+		status     int
+		handler    int64
+	}{
+		{"fail open", false, http.StatusOK, 1},
+		{"fail closed", true, http.StatusServiceUnavailable, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var (
+				mu     sync.Mutex
+				errs   []error
+				method string
+			)
+			next := &okHandler{}
+			h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+				Limiter:    &stubLimiter{err: errDown},
+				Limit:      ratelimit.Limit{Name: "api", Quota: 10, Window: time.Minute},
+				FailClosed: tc.failClosed,
+				OnError: func(r *http.Request, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					errs = append(errs, err)
+					method = r.Method
+				},
+			})(next)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/oauth/token", nil))
+
+			assert.Equal(t, tc.status, rec.Code)
+			assert.Equal(t, tc.handler, next.calls.Load())
+			assert.Equal(t, `"api";q=10;w=60`, rec.Header().Get("RateLimit-Policy"))
+			assert.Empty(t, rec.Header().Get("RateLimit"), "no decision, no state")
+			assert.Empty(t, rec.Header().Get("Retry-After"))
+			mu.Lock()
+			assert.Equal(t, []error{errDown}, errs)
+			assert.Equal(t, http.MethodPost, method)
+			mu.Unlock()
+			if tc.failClosed {
+				assert.Equal(t, "temporarily_unavailable", decodeError(t, rec).Error)
+			}
+		})
+	}
+}
+
+// The default OnError logs to slog.Default, so this test does not run in
+// parallel.
+func TestMiddlewareDefaultOnError(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+
+	h := ratelimit.Middleware(&stubLimiter{err: errors.New("redis is down")},
+		ratelimit.Limit{Name: "token", Quota: 30, Window: time.Minute},
+		func(r *http.Request) (string, bool) { return r.URL.Query().Get("client_id"), true },
+	)(&okHandler{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/v1/oauth/token?client_id=secret-client", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+
+	var entry map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &entry), buf.String())
+	assert.Equal(t, "WARN", entry["level"])
+	assert.Equal(t, "token", entry["limit"])
+	assert.Equal(t, "/auth/v1/oauth/token", entry["path"])
+	assert.Equal(t, "redis is down", entry["error"])
+	assert.NotContains(t, buf.String(), "secret-client", "neither the key nor the query string")
+}
+
+func TestMiddlewareDefaults(t *testing.T) {
+	t.Parallel()
+	// A Limit alone limits by remote address with a limiter of its own.
+	h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limit: ratelimit.Limit{Name: "api", Quota: 1, Window: time.Hour},
+	})(&okHandler{})
+	codes := map[string][]int{}
+	for _, addr := range []string{"192.0.2.1:1", "192.0.2.1:2", "192.0.2.2:1"} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		codes[addr[:9]] = append(codes[addr[:9]], rec.Code)
+	}
+	assert.Equal(t, map[string][]int{"192.0.2.1": {200, 429}, "192.0.2.2": {200}}, codes)
+}
+
+func TestMiddlewarePanicsOnInvalidLimit(t *testing.T) {
+	t.Parallel()
+	assert.PanicsWithError(t, `ratelimit: limit "api": quota without a positive window`, func() {
+		ratelimit.Middleware(nil, ratelimit.Limit{Name: "api", Quota: 1}, nil)
+	})
+}
+
+func TestKeyByRemoteAddr(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		remoteAddr string
+		key        string
+		ok         bool
+	}{
+		{"192.0.2.1:1234", "192.0.2.1", true},
+		{"[2001:db8::1]:443", "2001:db8::1", true},
+		{"192.0.2.1", "192.0.2.1", true},
+		{"", "", false},
+		{":8080", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.remoteAddr, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.RemoteAddr = tc.remoteAddr
+			key, ok := ratelimit.KeyByRemoteAddr(req)
+			assert.Equal(t, tc.key, key)
+			assert.Equal(t, tc.ok, ok)
+		})
+	}
+}
+
+func TestSetHeaders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		limit  ratelimit.Limit
+		d      ratelimit.Decision
+		policy string
+		state  string
+	}{
+		{"whole seconds", ratelimit.Limit{Name: "api", Quota: 1000, Window: time.Minute},
+			ratelimit.Decision{Allowed: true, Remaining: 999, Reset: 60 * time.Millisecond},
+			`"api";q=1000;w=60`, `"api";r=999;t=1`},
+		{"rounded up", ratelimit.Limit{Name: "edge", Quota: 3, Window: 1500 * time.Millisecond},
+			ratelimit.Decision{Reset: time.Second + 1},
+			`"edge";q=3;w=2`, `"edge";r=0;t=2`},
+		{"full quota", ratelimit.Limit{Name: "api", Quota: 5, Window: time.Hour},
+			ratelimit.Decision{Allowed: true, Remaining: 5},
+			`"api";q=5;w=3600`, `"api";r=5;t=0`},
+		{"quoted name", ratelimit.Limit{Name: "a\"b\\c\né", Quota: 1, Window: time.Second},
+			ratelimit.Decision{Allowed: true, Reset: time.Second},
+			`"a\"b\\c";q=1;w=1`, `"a\"b\\c";r=0;t=1`},
+		{"long name", ratelimit.Limit{Name: "a-limit-with-a-name-longer-than-the-buffer-of-sixty-four-bytes", Quota: 1, Window: time.Second},
+			ratelimit.Decision{Allowed: true, Reset: time.Second},
+			`"a-limit-with-a-name-longer-than-the-buffer-of-sixty-four-bytes";q=1;w=1`,
+			`"a-limit-with-a-name-longer-than-the-buffer-of-sixty-four-bytes";r=0;t=1`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := http.Header{}
+			ratelimit.SetHeaders(h, tc.limit, tc.d)
+			assert.Equal(t, tc.policy, h.Get("RateLimit-Policy"))
+			assert.Equal(t, tc.state, h.Get("RateLimit"))
+		})
+	}
+}

@@ -1,0 +1,45 @@
+package redislimit_test
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waybillhq/waybill/ratelimit"
+	redislimit "github.com/waybillhq/waybill/ratelimit/redis"
+)
+
+// Every replica limits through the same Redis. The client's timeouts bound
+// how long a request waits for its decision when Redis is slow or down;
+// the middleware then lets the request through and reports the error.
+func ExampleNew() {
+	client := redis.NewClient(&redis.Options{
+		Addr:          "localhost:6379",
+		DialTimeout:   250 * time.Millisecond,
+		ReadTimeout:   250 * time.Millisecond,
+		WriteTimeout:  250 * time.Millisecond,
+		MaxRetries:    1,
+		DialerRetries: 1,
+	})
+	defer client.Close()
+
+	limiter := redislimit.New(client, redislimit.Options{})
+	api := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: limiter,
+		Limit:   ratelimit.Limit{Name: "api", Quota: 1000, Window: time.Minute},
+		Key: func(r *http.Request) (string, bool) {
+			org := r.PathValue("scopeId")
+			return org, org != ""
+		},
+		OnError: func(r *http.Request, err error) {
+			slog.WarnContext(r.Context(), "rate limiter unavailable", "error", err)
+		},
+	})
+
+	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/{scopeId}/orders", api(orders))
+	_ = mux // http.ListenAndServe(":8080", mux)
+}

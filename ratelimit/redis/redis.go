@@ -1,0 +1,179 @@
+// Package redislimit is a ratelimit.Limiter kept in Redis, so that a limit
+// holds across every replica that shares the Redis.
+//
+// Each decision is one atomic Lua script, one round trip (EVALSHA, with EVAL
+// when the server has not cached the script yet), running the same exact
+// GCRA as ratelimit.Memory. A key's state is one string, its theoretical
+// arrival time (TAT), which expires when the TAT passes: an idle key takes no
+// memory. Time is the Redis server's (TIME inside the script), so replicas
+// whose clocks disagree still agree on every limit.
+//
+// The limiter returns Redis errors as errors; the middleware of package
+// ratelimit applies its fail-open or fail-closed policy to them. go-redis
+// reconnects by itself, so once Redis is back, decisions simply work again,
+// with the same client and limiter.
+//
+// A request waits for its decision, so bound the wait through the client's
+// options: DialTimeout, ReadTimeout and WriteTimeout, MaxRetries, and
+// DialerRetries (go-redis dials five times, 100 ms apart, by default, which
+// adds about half a second to each request while Redis is down). See the
+// example of New.
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waybillhq/waybill/ratelimit"
+	"github.com/waybillhq/waybill/ratelimit/internal/gcra"
+)
+
+// DefaultPrefix is the key prefix when Options.Prefix is empty.
+const DefaultPrefix = "waybill:rl:"
+
+// MaxWindow and MaxQuota are the longest window and the largest quota the
+// limiter takes: the script's numbers are Lua doubles, exact up to 2^53, and
+// a key's TAT may lie up to two windows ahead (in nanoseconds), its fraction
+// up to two quotas. MaxWindow is about 52 days.
+const (
+	MaxWindow = time.Duration(1 << 52)
+	MaxQuota  = 1 << 52
+)
+
+// Options configures a Limiter. The zero value is ready to use.
+type Options struct {
+	// Prefix starts every key the limiter writes. Empty means
+	// DefaultPrefix. The key of a request is Prefix, the limit's name (":"
+	// and "%" escaped as %3A and %25), ":", and the request's key.
+	Prefix string
+	// Now, when set, is the clock: the script is given its reading instead
+	// of asking Redis for TIME. It is meant for tests. Keys still expire on
+	// Redis's own clock.
+	Now func() time.Time
+}
+
+// Limiter is a ratelimit.Limiter kept in Redis. It is safe for concurrent
+// use. Create it with New.
+type Limiter struct {
+	client redis.UniversalClient
+	script *redis.Script
+	prefix string
+	now    func() time.Time
+}
+
+var _ ratelimit.Limiter = (*Limiter)(nil)
+
+// New returns a limiter that keeps its state through client, a single
+// server, a sentinel-backed failover client or a cluster (each decision
+// touches one key).
+func New(client redis.UniversalClient, opts Options) *Limiter {
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Limiter{client: client, script: redis.NewScript(script), prefix: prefix, now: opts.Now}
+}
+
+// script is one GCRA decision, the Lua twin of gcra.Rate.Take.
+//
+// KEYS[1] is the bucket. ARGV holds the emission interval in whole
+// nanoseconds and its remainder (of quota-ths of a nanosecond), the quota,
+// the window in nanoseconds and, when the caller sets the clock, now in Unix
+// seconds and nanoseconds. The stored value is
+// "<TAT Unix seconds> <nanoseconds> <remainder> <quota>".
+//
+// Inside, instants are nanoseconds relative to now, so that every number
+// stays an integer below 2^53, which a Lua double holds exactly. The reply is
+// {allowed (1 or 0), TAT after the decision relative to now, its remainder}.
+const script = `
+if redis.replicate_commands then redis.replicate_commands() end
+local step = tonumber(ARGV[1])
+local rem = tonumber(ARGV[2])
+local quota = tonumber(ARGV[3])
+local window = tonumber(ARGV[4])
+local nows, nowns
+if ARGV[5] then
+  nows, nowns = tonumber(ARGV[5]), tonumber(ARGV[6])
+else
+  local t = redis.call('TIME')
+  nows, nowns = tonumber(t[1]), tonumber(t[2]) * 1000
+end
+local tat, frac = -1, 0
+local v = redis.call('GET', KEYS[1])
+if v then
+  local s, ns, f, q = string.match(v, '^(%d+) (%d+) (%d+) (%d+)$')
+  if s then
+    tat = (tonumber(s) - nows) * 1000000000 + (tonumber(ns) - nowns)
+    frac = tonumber(f)
+    if tonumber(q) ~= quota and frac > 0 then
+      tat, frac = tat + 1, 0
+    end
+  end
+end
+local nt, nf = tat, frac
+if nt < 0 then nt, nf = 0, 0 end
+nt, nf = nt + step, nf + rem
+if nf >= quota then nt, nf = nt + 1, nf - quota end
+if nt > window or (nt == window and nf > 0) then
+  return {0, tat, frac}
+end
+local at = nowns + nt
+local s = nows + math.floor(at / 1000000000)
+local ns = at % 1000000000
+local ahead = nt
+if nf > 0 then ahead = ahead + 1 end
+local px = math.floor(ahead / 1000000)
+if px * 1000000 < ahead then px = px + 1 end
+if px < 1 then px = 1 end
+redis.call('SET', KEYS[1], string.format('%.0f %.0f %.0f %.0f', s, ns, nf, quota), 'PX', string.format('%.0f', px))
+return {1, nt, nf}
+`
+
+// Allow decides one request of key under l in Redis and counts it when it
+// passes. It returns the error of a Redis that does not answer.
+func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) (ratelimit.Decision, error) {
+	if !lim.Enabled() {
+		return ratelimit.Decision{Allowed: true}, nil
+	}
+	if err := lim.Validate(); err != nil {
+		return ratelimit.Decision{}, err
+	}
+	if lim.Window > MaxWindow || int64(lim.Quota) > MaxQuota {
+		return ratelimit.Decision{}, fmt.Errorf("redislimit: limit %q: a window over %v or a quota over 2^52 is not supported", lim.Name, MaxWindow)
+	}
+	rate := gcra.NewRate(int64(lim.Quota), int64(lim.Window))
+	args := make([]any, 4, 6)
+	args[0], args[1], args[2], args[3] = rate.Step, rate.Rem, rate.Quota, rate.Window
+	if l.now != nil {
+		now := l.now()
+		args = append(args, now.Unix(), now.Nanosecond())
+	}
+	reply, err := l.script.Run(ctx, l.client, []string{l.key(lim.Name, key)}, args...).Int64Slice()
+	if err != nil {
+		return ratelimit.Decision{}, fmt.Errorf("redislimit: %w", err)
+	}
+	if len(reply) != 3 {
+		return ratelimit.Decision{}, errors.New("redislimit: unexpected reply from the script")
+	}
+	allowed := reply[0] == 1
+	remaining, reset, retry := rate.Outcome(gcra.Instant{Ns: reply[1], Frac: reply[2]}, 0, allowed)
+	return ratelimit.Decision{
+		Allowed:    allowed,
+		Remaining:  int(remaining),
+		Reset:      time.Duration(reset),
+		RetryAfter: time.Duration(retry),
+	}, nil
+}
+
+// key returns the Redis key of a request's key under a limit name.
+func (l *Limiter) key(name, key string) string {
+	if strings.ContainsAny(name, ":%") {
+		name = strings.NewReplacer("%", "%25", ":", "%3A").Replace(name)
+	}
+	return l.prefix + name + ":" + key
+}

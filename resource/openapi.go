@@ -1,0 +1,1704 @@
+package resource
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// OpenAPIInfo is what an OpenAPI document says about the API as a whole.
+// Every field has a useful zero value.
+type OpenAPIInfo struct {
+	// Title is info.title ("" means "Waybill API").
+	Title string
+	// Version is info.version, the version of the document ("" means
+	// "v1", the API version every envelope carries).
+	Version string
+	// Description opens info.description ("" means a one-paragraph
+	// introduction). The document appends to it what every API of a
+	// Registry shares: the path aliases, the tenancy model, the scopes,
+	// the list parameters, the errors and the rate limit headers.
+	Description string
+	// ServerURL is the base URL of the server, the OAuth issuer, e.g.
+	// "https://tms.example.com", without a trailing slash ("" means "/":
+	// the server that serves the document).
+	ServerURL string
+	// TokenURL is the OAuth token endpoint of the security scheme (""
+	// means ServerURL + "/auth/v1/oauth/token"). It is also the refreshUrl
+	// of the authorization-code flow.
+	TokenURL string
+	// AuthorizationURL is the OAuth authorization endpoint of the security
+	// scheme ("" means ServerURL + "/auth/v1/oauth/authorize").
+	AuthorizationURL string
+}
+
+// The paths of the token service (package oauth) that the document
+// describes. The resource package does not import oauth; a test checks that
+// these agree with oauth's Path constants.
+const (
+	oauthPathAuthorize  = "/auth/v1/oauth/authorize"
+	oauthPathToken      = "/auth/v1/oauth/token"
+	oauthPathEdgeToken  = "/functions/v1/oauth-token"
+	oauthPathV1Token    = "/v1/oauth/token"
+	oauthPathUserToken  = "/auth/v1/token"
+	oauthPathApps       = "/auth/v1/oauth/apps"
+	oauthPathRevoke     = "/auth/v1/oauth/revoke"
+	oauthPathIntrospect = "/auth/v1/oauth/introspect"
+	oauthPathMetadata   = "/.well-known/oauth-authorization-server"
+	// oauthMaxRequestBytes is the largest body of a token service request.
+	oauthMaxRequestBytes = 64 << 10
+	// accessTokenSeconds is the lifetime of an access token (SPEC 5).
+	accessTokenSeconds = 3600
+)
+
+// The names the document uses for its security schemes and its OAuth tag.
+const (
+	schemeOAuth2      = "oauth2"
+	schemeUserToken   = "userToken"
+	schemeClientBasic = "clientBasic"
+	tagOAuth          = "OAuth"
+)
+
+func (info OpenAPIInfo) withDefaults() OpenAPIInfo {
+	if info.Title == "" {
+		info.Title = "Waybill API"
+	}
+	if info.Version == "" {
+		info.Version = Version
+	}
+	base := strings.TrimSuffix(info.ServerURL, "/")
+	info.ServerURL = base
+	if base == "" {
+		info.ServerURL = "/"
+	}
+	if info.TokenURL == "" {
+		info.TokenURL = base + oauthPathToken
+	}
+	if info.AuthorizationURL == "" {
+		info.AuthorizationURL = base + oauthPathAuthorize
+	}
+	return info
+}
+
+// OpenAPI returns an OpenAPI 3.1.0 document, as indented JSON, of every
+// registered resource and of the endpoints of the OAuth token service
+// (package oauth) that issues their tokens.
+//
+// Each resource gets its list and get operations, and, unless it is
+// read-only, create, update and delete, under the first path prefix (/v1);
+// info.description says that the other prefixes (/api/v1) are aliases.
+// Each resource has a record schema (every field a response carries, the
+// tenant columns included), a Create and an Update schema (the fields a
+// client may send), and its list and item envelopes. Every operation names
+// the scope it needs and every error it can answer with.
+//
+// The document depends only on the declarations: it needs no database, and
+// the same registry and info always give the same bytes. It is an error
+// when two resources would share an operationId or a schema name.
+func (g *Registry) OpenAPI(info OpenAPIInfo) ([]byte, error) {
+	b := &openAPIBuilder{g: g, info: info.withDefaults(), operationIDs: map[string]bool{}}
+	doc, err := b.build()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("resource: openapi: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// OpenAPIHandler returns a handler that serves the document of OpenAPI as
+// application/json, with an ETag, to GET and HEAD (other methods get 405).
+// The document is built at the first request and kept: register every
+// resource before serving. The handler is safe for concurrent use.
+//
+//	mux.Handle("GET /openapi.json", registry.OpenAPIHandler(resource.OpenAPIInfo{ServerURL: issuer}))
+func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
+	var (
+		once sync.Once
+		body []byte
+		etag string
+		err  error
+	)
+	notAllowed := apierrors.MethodNotAllowed(http.MethodGet, http.MethodHead)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			apierrors.Write(w, r, notAllowed)
+			return
+		}
+		once.Do(func() {
+			body, err = g.OpenAPI(info)
+			sum := sha256.Sum256(body)
+			etag = `"` + hex.EncodeToString(sum[:12]) + `"`
+		})
+		if err != nil {
+			apierrors.Write(w, r, apierrors.Internal(err))
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Etag", etag)
+		h.Set("Cache-Control", "no-cache")
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+	})
+}
+
+// The document's shapes. Structs keep the key order of the output fixed;
+// the maps among them are written with sorted keys by encoding/json.
+
+type oaDocument struct {
+	OpenAPI    string                 `json:"openapi"`
+	Info       oaInfo                 `json:"info"`
+	Servers    []oaServer             `json:"servers"`
+	Tags       []oaTag                `json:"tags"`
+	Paths      map[string]*oaPathItem `json:"paths"`
+	Components oaComponents           `json:"components"`
+}
+
+type oaInfo struct {
+	Title       string `json:"title"`
+	Version     string `json:"version"`
+	Description string `json:"description,omitempty"`
+}
+
+type oaServer struct {
+	URL         string `json:"url"`
+	Description string `json:"description,omitempty"`
+}
+
+type oaTag struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+type oaPathItem struct {
+	Parameters []*oaParameter `json:"parameters,omitempty"`
+	Get        *oaOperation   `json:"get,omitempty"`
+	Post       *oaOperation   `json:"post,omitempty"`
+	Patch      *oaOperation   `json:"patch,omitempty"`
+	Delete     *oaOperation   `json:"delete,omitempty"`
+}
+
+// operations returns the operations of the item by method, in the order
+// GET, POST, PATCH, DELETE.
+func (p *oaPathItem) operations() []*oaOperation {
+	return []*oaOperation{p.Get, p.Post, p.Patch, p.Delete}
+}
+
+type oaOperation struct {
+	Tags        []string               `json:"tags"`
+	Summary     string                 `json:"summary"`
+	Description string                 `json:"description,omitempty"`
+	OperationID string                 `json:"operationId"`
+	Parameters  []*oaParameter         `json:"parameters,omitempty"`
+	RequestBody *oaRequestBody         `json:"requestBody,omitempty"`
+	Responses   map[string]*oaResponse `json:"responses"`
+	Security    []map[string][]string  `json:"security"`
+}
+
+type oaParameter struct {
+	Name        string    `json:"name"`
+	In          string    `json:"in"`
+	Description string    `json:"description,omitempty"`
+	Required    bool      `json:"required,omitempty"`
+	Style       string    `json:"style,omitempty"`
+	Explode     *bool     `json:"explode,omitempty"`
+	Schema      *oaSchema `json:"schema"`
+	Example     any       `json:"example,omitempty"`
+}
+
+type oaRequestBody struct {
+	Description string                  `json:"description,omitempty"`
+	Required    bool                    `json:"required"`
+	Content     map[string]*oaMediaType `json:"content"`
+}
+
+type oaMediaType struct {
+	Schema   *oaSchema             `json:"schema"`
+	Examples map[string]*oaExample `json:"examples,omitempty"`
+}
+
+type oaExample struct {
+	Summary string `json:"summary,omitempty"`
+	Value   any    `json:"value"`
+}
+
+type oaResponse struct {
+	Ref         string                  `json:"$ref,omitempty"`
+	Description string                  `json:"description,omitempty"`
+	Headers     map[string]*oaHeader    `json:"headers,omitempty"`
+	Content     map[string]*oaMediaType `json:"content,omitempty"`
+}
+
+type oaHeader struct {
+	Ref         string    `json:"$ref,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Required    bool      `json:"required,omitempty"`
+	Schema      *oaSchema `json:"schema,omitempty"`
+}
+
+type oaComponents struct {
+	Schemas         map[string]*oaSchema         `json:"schemas"`
+	Responses       map[string]*oaResponse       `json:"responses"`
+	Headers         map[string]*oaHeader         `json:"headers"`
+	SecuritySchemes map[string]*oaSecurityScheme `json:"securitySchemes"`
+}
+
+type oaSecurityScheme struct {
+	Type         string   `json:"type"`
+	Description  string   `json:"description,omitempty"`
+	Scheme       string   `json:"scheme,omitempty"`
+	BearerFormat string   `json:"bearerFormat,omitempty"`
+	Flows        *oaFlows `json:"flows,omitempty"`
+}
+
+type oaFlows struct {
+	AuthorizationCode *oaFlow `json:"authorizationCode,omitempty"`
+	ClientCredentials *oaFlow `json:"clientCredentials,omitempty"`
+}
+
+type oaFlow struct {
+	AuthorizationURL string            `json:"authorizationUrl,omitempty"`
+	TokenURL         string            `json:"tokenUrl"`
+	RefreshURL       string            `json:"refreshUrl,omitempty"`
+	Scopes           map[string]string `json:"scopes"`
+}
+
+// oaSchema is a JSON Schema (2020-12, as OpenAPI 3.1 uses it). Type is a
+// string, or a list of strings for a nullable value ([T, "null"]).
+type oaSchema struct {
+	Ref                  string           `json:"$ref,omitempty"`
+	Description          string           `json:"description,omitempty"`
+	Type                 any              `json:"type,omitempty"`
+	Format               string           `json:"format,omitempty"`
+	Const                any              `json:"const,omitempty"`
+	Enum                 []any            `json:"enum,omitempty"`
+	Default              any              `json:"default,omitempty"`
+	Minimum              *float64         `json:"minimum,omitempty"`
+	Maximum              *float64         `json:"maximum,omitempty"`
+	MinLength            *int             `json:"minLength,omitempty"`
+	MaxLength            *int             `json:"maxLength,omitempty"`
+	Pattern              string           `json:"pattern,omitempty"`
+	Items                *oaSchema        `json:"items,omitempty"`
+	MinItems             *int             `json:"minItems,omitempty"`
+	MaxItems             *int             `json:"maxItems,omitempty"`
+	Properties           oaProperties     `json:"properties,omitempty"`
+	Required             []string         `json:"required,omitempty"`
+	AdditionalProperties *bool            `json:"additionalProperties,omitempty"`
+	OneOf                []*oaSchema      `json:"oneOf,omitempty"`
+	Discriminator        *oaDiscriminator `json:"discriminator,omitempty"`
+	ReadOnly             bool             `json:"readOnly,omitempty"`
+	WriteOnly            bool             `json:"writeOnly,omitempty"`
+	Examples             []any            `json:"examples,omitempty"`
+}
+
+type oaDiscriminator struct {
+	PropertyName string            `json:"propertyName"`
+	Mapping      map[string]string `json:"mapping,omitempty"`
+}
+
+// oaProperties are the properties of an object schema, written in their
+// declared order.
+type oaProperties []oaProperty
+
+type oaProperty struct {
+	name   string
+	schema *oaSchema
+}
+
+// MarshalJSON writes the properties as one JSON object in their order.
+func (p oaProperties) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, pr := range p {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(appendString(nil, pr.name))
+		b.WriteByte(':')
+		v, err := oaMarshal(pr.schema)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// oaMarshal is json.Marshal without the escaping of <, > and &.
+func oaMarshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Small constructors.
+
+func oaRef(kind, name string) string { return "#/components/" + kind + "/" + name }
+
+func oaSchemaRef(name string) *oaSchema { return &oaSchema{Ref: oaRef("schemas", name)} }
+
+func oaHeaderRef(name string) *oaHeader { return &oaHeader{Ref: oaRef("headers", name)} }
+
+func oaPtr[T any](v T) *T { return &v }
+
+func oaString(description string) *oaSchema {
+	return &oaSchema{Type: "string", Description: description}
+}
+
+func oaObject(required []string, props ...oaProperty) *oaSchema {
+	return &oaSchema{Type: "object", Properties: props, Required: required}
+}
+
+func oaProp(name string, s *oaSchema) oaProperty { return oaProperty{name, s} }
+
+func oaJSON(s *oaSchema) map[string]*oaMediaType {
+	return map[string]*oaMediaType{"application/json": {Schema: s}}
+}
+
+// openAPIBuilder builds the document of one registry.
+type openAPIBuilder struct {
+	g            *Registry
+	info         OpenAPIInfo
+	doc          oaDocument
+	operationIDs map[string]bool
+}
+
+func (b *openAPIBuilder) build() (*oaDocument, error) {
+	b.doc = oaDocument{
+		OpenAPI: "3.1.0",
+		Info:    oaInfo{Title: b.info.Title, Version: b.info.Version, Description: b.description()},
+		Servers: []oaServer{{URL: b.info.ServerURL, Description: "The API server, which is also the OAuth issuer."}},
+		Paths:   map[string]*oaPathItem{},
+		Components: oaComponents{
+			Schemas:         map[string]*oaSchema{},
+			Responses:       map[string]*oaResponse{},
+			Headers:         oaHeaders(),
+			SecuritySchemes: b.securitySchemes(),
+		},
+	}
+	b.addSchema("Error", oaErrorSchema())
+	b.addSchema("Pagination", oaPagination())
+	if len(b.g.prefixes()) > 0 {
+		for _, r := range b.g.resources {
+			if err := b.addResource(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := b.addOAuth(); err != nil {
+		return nil, err
+	}
+	return &b.doc, nil
+}
+
+func (b *openAPIBuilder) addSchema(name string, s *oaSchema) error {
+	if _, ok := b.doc.Components.Schemas[name]; ok {
+		return fmt.Errorf("resource: openapi: two schemas are named %s", name)
+	}
+	b.doc.Components.Schemas[name] = s
+	return nil
+}
+
+func (b *openAPIBuilder) addPath(path string, item *oaPathItem) error {
+	if _, ok := b.doc.Paths[path]; ok {
+		return fmt.Errorf("resource: openapi: path %s is described twice", path)
+	}
+	for _, op := range item.operations() {
+		if op == nil {
+			continue
+		}
+		if b.operationIDs[op.OperationID] {
+			return fmt.Errorf("resource: openapi: two operations have the operationId %s", op.OperationID)
+		}
+		b.operationIDs[op.OperationID] = true
+	}
+	b.doc.Paths[path] = item
+	return nil
+}
+
+// shared returns a reference to the response component name, which build
+// makes the first time: the responses every operation shares are written
+// once.
+func (b *openAPIBuilder) shared(name string, build func() *oaResponse) *oaResponse {
+	if _, ok := b.doc.Components.Responses[name]; !ok {
+		b.doc.Components.Responses[name] = build()
+	}
+	return &oaResponse{Ref: oaRef("responses", name)}
+}
+
+// Names of a resource.
+
+// oaSingular returns the singular of a resource name: quotations →
+// quotation, branches → branch, categories → category; a name that does
+// not end in s (master_data) is its own singular.
+func oaSingular(name string) string {
+	switch {
+	case strings.HasSuffix(name, "ies") && len(name) > 3:
+		return strings.TrimSuffix(name, "ies") + "y"
+	case strings.HasSuffix(name, "sses"), strings.HasSuffix(name, "shes"), strings.HasSuffix(name, "ches"),
+		strings.HasSuffix(name, "xes"), strings.HasSuffix(name, "zes"), strings.HasSuffix(name, "uses"):
+		return strings.TrimSuffix(name, "es")
+	case strings.HasSuffix(name, "ss"):
+		return name
+	case strings.HasSuffix(name, "s"):
+		return strings.TrimSuffix(name, "s")
+	}
+	return name
+}
+
+// oaCamel returns a snake_case or kebab-case name in CamelCase.
+func oaCamel(name string) string {
+	var b strings.Builder
+	for part := range strings.FieldsFuncSeq(name, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' }) {
+		b.WriteString(strings.ToUpper(part[:1]))
+		b.WriteString(part[1:])
+	}
+	return b.String()
+}
+
+// oaWords returns a name as words: master_data → master data.
+func oaWords(name string) string { return strings.NewReplacer("_", " ", "-", " ").Replace(name) }
+
+// oaNames holds what the document calls a resource.
+type oaNames struct {
+	plural   string // "quotations", "master data"
+	one      string // "a quotation", "a master data record"
+	single   string // "quotation", "master data"
+	schema   string // "Quotation", "MasterData"
+	listOp   string // "Quotations", "MasterData" for listQuotations
+	singleOp string // "Quotation", "MasterData" for getQuotation
+}
+
+func oaNamesOf(r *Resource) oaNames {
+	single := oaSingular(r.Name)
+	n := oaNames{
+		plural:   oaWords(r.Name),
+		schema:   oaCamel(single),
+		listOp:   oaCamel(r.Name),
+		singleOp: oaCamel(single),
+	}
+	w := oaWords(single)
+	n.single = w
+	if single == r.Name {
+		w += " record"
+	}
+	article := "a "
+	if strings.ContainsRune("aeio", rune(w[0])) {
+		article = "an "
+	}
+	n.one = article + w
+	return n
+}
+
+// The resource paths.
+
+func (b *openAPIBuilder) addResource(r *Resource) error {
+	n := oaNamesOf(r)
+	prefix := b.g.prefixes()[0]
+	collection := prefix + "/{scopeId}/" + r.Name
+	item := collection + "/{id}"
+
+	for _, s := range []struct {
+		name   string
+		schema *oaSchema
+	}{
+		{n.schema, oaRecordSchema(b.g, r)},
+		{n.schema + "ListEnvelope", oaListEnvelope(r, n)},
+		{n.schema + "ItemEnvelope", oaItemEnvelope(n)},
+	} {
+		if err := b.addSchema(s.name, s.schema); err != nil {
+			return fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+	}
+	if !r.ReadOnly {
+		if err := b.addSchema(n.schema+"Create", oaWriteSchema(b.g, r, n, true)); err != nil {
+			return fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+		if err := b.addSchema(n.schema+"Update", oaWriteSchema(b.g, r, n, false)); err != nil {
+			return fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+	}
+	b.doc.Tags = append(b.doc.Tags, oaTag{Name: r.Name, Description: oaResourceDescription(r, n, collection)})
+
+	scopeParam := &oaParameter{
+		Name: "scopeId", In: "path", Required: true, Description: oaScopeIDDescription(r.ScopeType),
+		Schema: &oaSchema{Type: "string", Format: "uuid"},
+	}
+	idParam := &oaParameter{
+		Name: "id", In: "path", Required: true,
+		Description: "The id of " + n.one + ". An id that is not a UUID, or of no " + oaWords(oaSingular(r.Name)) + " that `{scopeId}` sees, gives 404 `not_found`.",
+		Schema:      &oaSchema{Type: "string", Format: "uuid"},
+	}
+	collectionItem := &oaPathItem{Parameters: []*oaParameter{scopeParam}, Get: b.listOperation(r, n)}
+	itemItem := &oaPathItem{Parameters: []*oaParameter{scopeParam, idParam}, Get: b.getOperation(r, n)}
+	if !r.ReadOnly {
+		collectionItem.Post = b.createOperation(r, n)
+		itemItem.Patch = b.updateOperation(r, n)
+		itemItem.Delete = b.deleteOperation(r, n)
+	}
+	if err := b.addPath(collection, collectionItem); err != nil {
+		return fmt.Errorf("resource %s: %w", r.Name, err)
+	}
+	if err := b.addPath(item, itemItem); err != nil {
+		return fmt.Errorf("resource %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+func oaResourceDescription(r *Resource, n oaNames, collection string) string {
+	var parts []string
+	if r.Description != "" {
+		parts = append(parts, r.Description)
+	} else {
+		parts = append(parts, "The "+n.plural+" of the "+oaScopeNoun(r.ScopeType)+", at `"+collection+"`.")
+	}
+	parts = append(parts, "Scope type: "+r.ScopeType.String()+". "+oaScopeSentence(r.ScopeType, false))
+	if r.ReadOnly {
+		parts = append(parts, oaReadOnly(n))
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func oaScopeNoun(t tenancy.ScopeType) string {
+	if t == tenancy.Organization {
+		return "organization"
+	}
+	return "branch"
+}
+
+func oaReadOnly(n oaNames) string {
+	return "The " + n.plural + " are read-only: POST, PATCH and DELETE answer 405 `method_not_allowed` with an `Allow` header."
+}
+
+// oaScopeSentence says what {scopeId} names for a scope type; write adds
+// what a write to an organization-wide record needs.
+func oaScopeSentence(t tenancy.ScopeType, write bool) string {
+	switch t {
+	case tenancy.Organization:
+		return "`{scopeId}` is the organization's UUID: the token's `organization_id`."
+	case tenancy.Branch:
+		return "`{scopeId}` is a branch UUID: a branch of the token's organization, and for a client-credentials token one of its `oauth_branch_ids`."
+	}
+	s := "`{scopeId}` is a branch UUID: a branch of the token's organization, and for a client-credentials token one of its `oauth_branch_ids`. " +
+		"Lists and gets also return the organization-wide records of the organization (`branch_id` null); a create through a branch path belongs to that branch."
+	if write {
+		s += " Changing or deleting an organization-wide record needs a token that covers every branch of the organization (else 403 `insufficient_scope`): a branch-restricted token never changes what other branches see."
+	}
+	return s
+}
+
+func oaScopeIDDescription(t tenancy.ScopeType) string {
+	switch t {
+	case tenancy.Organization:
+		return "The organization's UUID; it must equal the token's `organization_id`. Any other value gives 404 `not_found`."
+	case tenancy.Branch:
+		return "A branch UUID: a branch of the token's organization. A value that is not a UUID, no branch, or a branch of another organization gives 404 `not_found`; a branch of the organization that a client-credentials token does not list in `oauth_branch_ids` gives 403 `insufficient_scope`."
+	}
+	return "A branch UUID, as for branch resources; lists and gets also see the organization-wide records (`branch_id` null). A value that is not a UUID, no branch, or a branch of another organization gives 404 `not_found`; a branch of the organization that a client-credentials token does not list in `oauth_branch_ids` gives 403 `insufficient_scope`."
+}
+
+func oaNeedsScope(scope string) string {
+	return "Needs the scope `" + scope + "` (write does not imply read)."
+}
+
+func oaSecurity(scope string) []map[string][]string {
+	return []map[string][]string{{schemeOAuth2: {scope}}}
+}
+
+func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *oaOperation {
+	desc := []string{
+		"Lists the " + n.plural + " that `{scopeId}` sees, a page at a time, filtered and sorted as the parameters say. `pagination.total` counts every record the filters match.",
+		oaScopeSentence(r.ScopeType, false),
+		oaNeedsScope(r.ReadScope()),
+	}
+	if r.ReadOnly {
+		desc = append(desc, oaReadOnly(n))
+	}
+	return &oaOperation{
+		Tags: []string{r.Name}, Summary: "List " + n.plural, OperationID: "list" + n.listOp,
+		Description: strings.Join(desc, "\n\n"),
+		Parameters:  oaListParameters(r),
+		Responses: map[string]*oaResponse{
+			"200": oaSuccess("A page of "+n.plural+".", n.schema+"ListEnvelope", nil),
+			"400": oaErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
+				oaErr(apierrors.CodeInvalidRequest, `filter on "created_at": operator "like" is not allowed; the field allows eq, ne, in, gt, gte, lt, lte, isnull`)),
+			"401": b.shared("Unauthorized", oaUnauthorized),
+			"403": oaForbidden(r, r.ReadScope(), false),
+			"404": oaNotFound(false, n),
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		},
+		Security: oaSecurity(r.ReadScope()),
+	}
+}
+
+func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *oaOperation {
+	desc := []string{
+		"Returns " + n.one + " by id.",
+		oaScopeSentence(r.ScopeType, false),
+		oaNeedsScope(r.ReadScope()),
+	}
+	if r.ReadOnly {
+		desc = append(desc, oaReadOnly(n))
+	}
+	return &oaOperation{
+		Tags: []string{r.Name}, Summary: "Get " + n.one, OperationID: "get" + n.singleOp,
+		Description: strings.Join(desc, "\n\n"),
+		Responses: map[string]*oaResponse{
+			"200": oaSuccess("The "+oaWords(oaSingular(r.Name))+".", n.schema+"ItemEnvelope", nil),
+			"401": b.shared("Unauthorized", oaUnauthorized),
+			"403": oaForbidden(r, r.ReadScope(), false),
+			"404": oaNotFound(true, n),
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		},
+		Security: oaSecurity(r.ReadScope()),
+	}
+}
+
+func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *oaOperation {
+	return &oaOperation{
+		Tags: []string{r.Name}, Summary: "Create " + n.one, OperationID: "create" + n.singleOp,
+		Description: strings.Join([]string{
+			"Creates " + n.one + " from the fields of `" + n.schema + "Create`. The server sets `id`, `organization_id`" + oaBranchSet(r.ScopeType) + ", `created_at` and `updated_at`, and answers with the new record and its `Location`.",
+			oaScopeSentence(r.ScopeType, false),
+			oaNeedsScope(r.WriteScope()),
+		}, "\n\n"),
+		RequestBody: &oaRequestBody{
+			Description: "The new record: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
+			Required:    true,
+			Content:     oaJSON(oaSchemaRef(n.schema + "Create")),
+		},
+		Responses: map[string]*oaResponse{
+			"201": oaSuccess("The new record.", n.schema+"ItemEnvelope", map[string]*oaHeader{"Location": oaHeaderRef("Location")}),
+			"400": oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
+				"`invalid_create`: a field that is unknown or may not be sent on create (`id`, `organization_id`, `branch_id` and the server-set fields never may), a value of the wrong type, out of range, too long or not one of the enum's values, a missing required field, or a rule of the resource (a status flow) that the record breaks.\n\n"+
+				"`create_failed`: the database refused the record: a reference to no record of this tenant, or a duplicate of a unique value.",
+				oaErr(apierrors.CodeInvalidRequest, "Content-Type must be application/json"),
+				oaErr(apierrors.CodeInvalidCreate, oaInvalidWrite(r, true)),
+				oaErr(apierrors.CodeCreateFailed, "a record with the same unique values exists")),
+			"401": b.shared("Unauthorized", oaUnauthorized),
+			"403": oaForbidden(r, r.WriteScope(), false),
+			"404": oaNotFound(false, n),
+			"413": b.shared("PayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(MaxBodyBytes) }),
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		},
+		Security: oaSecurity(r.WriteScope()),
+	}
+}
+
+func oaBranchSet(t tenancy.ScopeType) string {
+	if t == tenancy.Organization {
+		return ""
+	}
+	return ", `branch_id` (the branch of `{scopeId}`)"
+}
+
+func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *oaOperation {
+	return &oaOperation{
+		Tags: []string{r.Name}, Summary: "Update " + n.one, OperationID: "update" + n.singleOp,
+		Description: strings.Join([]string{
+			"Changes the fields of " + n.one + " that the body names (fields of `" + n.schema + "Update`), sets `updated_at`, and answers with the record as it is now. An empty object changes nothing.",
+			oaScopeSentence(r.ScopeType, true),
+			oaNeedsScope(r.WriteScope()),
+		}, "\n\n"),
+		RequestBody: &oaRequestBody{
+			Description: "The changes: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
+			Required:    true,
+			Content:     oaJSON(oaSchemaRef(n.schema + "Update")),
+		},
+		Responses: map[string]*oaResponse{
+			"200": oaSuccess("The record after the change.", n.schema+"ItemEnvelope", nil),
+			"400": oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
+				"`invalid_update`: a field that is unknown or may not be changed, a value of the wrong type, out of range, too long or not one of the enum's values, null for a field that may not be null, a move the resource's rules forbid (a status flow), or a change the database refused (a reference to no record of this tenant, a duplicate of a unique value).",
+				oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object"),
+				oaErr(apierrors.CodeInvalidUpdate, oaInvalidWrite(r, false))),
+			"401": b.shared("Unauthorized", oaUnauthorized),
+			"403": oaForbidden(r, r.WriteScope(), true),
+			"404": oaNotFound(true, n),
+			"413": b.shared("PayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(MaxBodyBytes) }),
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		},
+		Security: oaSecurity(r.WriteScope()),
+	}
+}
+
+func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *oaOperation {
+	return &oaOperation{
+		Tags: []string{r.Name}, Summary: "Delete " + n.one, OperationID: "delete" + n.singleOp,
+		Description: strings.Join([]string{
+			"Deletes " + n.one + " and answers with the record as it was. A record that other records still refer to is not deleted (409 `conflict`).",
+			oaScopeSentence(r.ScopeType, true),
+			oaNeedsScope(r.WriteScope()),
+		}, "\n\n"),
+		Responses: map[string]*oaResponse{
+			"200": oaSuccess("The deleted record.", n.schema+"ItemEnvelope", nil),
+			"400": oaErrorResponse("`invalid_request`: a rule of the resource refused the delete, or the database refused it for a reason other than a reference.",
+				oaErr(apierrors.CodeInvalidRequest, "the database refused the values: a constraint is not met")),
+			"401": b.shared("Unauthorized", oaUnauthorized),
+			"403": oaForbidden(r, r.WriteScope(), true),
+			"404": oaNotFound(true, n),
+			"409": b.shared("Conflict", func() *oaResponse {
+				return oaErrorResponse("`conflict`: other records still refer to this one; delete or change those first.",
+					oaErr(apierrors.CodeConflict, "the record is still referenced by other records; delete or change those first"))
+			}),
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		},
+		Security: oaSecurity(r.WriteScope()),
+	}
+}
+
+// oaInvalidWrite is the description of a typical invalid_create or
+// invalid_update of r.
+func oaInvalidWrite(r *Resource, create bool) string {
+	for _, f := range r.fields {
+		if f.Required && create {
+			return f.Name + " is required"
+		}
+	}
+	if create {
+		return "unknown field \"foo\"; fields that may be sent: " + quoteList(r.writable(true))
+	}
+	return "id cannot be changed; fields that may be sent: " + quoteList(r.writable(false))
+}
+
+// Responses.
+
+type oaErrExample struct{ code, description string }
+
+func oaErr(code, description string) oaErrExample { return oaErrExample{code, description} }
+
+func oaErrorResponse(description string, examples ...oaErrExample) *oaResponse {
+	mt := &oaMediaType{Schema: oaSchemaRef("Error")}
+	if len(examples) > 0 {
+		mt.Examples = map[string]*oaExample{}
+		for _, e := range examples {
+			mt.Examples[e.code] = &oaExample{
+				Summary: e.code,
+				Value:   map[string]string{"error": e.code, "error_description": e.description},
+			}
+		}
+	}
+	return &oaResponse{Description: description, Content: map[string]*oaMediaType{"application/json": mt}}
+}
+
+func oaWithHeaders(r *oaResponse, headers ...string) *oaResponse {
+	if r.Headers == nil {
+		r.Headers = map[string]*oaHeader{}
+	}
+	for _, n := range headers {
+		r.Headers[n] = oaHeaderRef(n)
+	}
+	return r
+}
+
+func oaSuccess(description, envelope string, headers map[string]*oaHeader) *oaResponse {
+	r := &oaResponse{Description: description, Headers: headers, Content: oaJSON(oaSchemaRef(envelope))}
+	return oaWithHeaders(r, "RateLimit-Policy", "RateLimit")
+}
+
+func oaUnauthorized() *oaResponse {
+	return oaWithHeaders(oaErrorResponse("`unauthorized`: no `Authorization: Bearer` token.\n\n"+
+		"`invalid_token`: a token that is malformed, badly signed, expired, revoked, for another audience or issuer, or not HS256 with a current key.\n\n"+
+		"Both carry a `WWW-Authenticate: Bearer` challenge (RFC 6750).",
+		oaErr(apierrors.CodeUnauthorized, "an Authorization: Bearer token is required"),
+		oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate")
+}
+
+func oaForbidden(r *Resource, scope string, write bool) *oaResponse {
+	d := "`invalid_token_type`: a product user token (one without `oauth_client_id`); the API takes OAuth access tokens.\n\n" +
+		"`insufficient_scope`: the token lacks `" + scope + "`"
+	if r.ScopeType != tenancy.Organization {
+		d += ", or is a client-credentials token whose `oauth_branch_ids` do not list the branch `{scopeId}`"
+	}
+	if write && r.ScopeType == tenancy.BranchOrNull {
+		d += ", or the record is organization-wide (`branch_id` null) and the token does not cover every branch of the organization"
+	}
+	d += ". Its `WWW-Authenticate` challenge names the missing scope."
+	resp := oaErrorResponse(d,
+		oaErr(apierrors.CodeInvalidTokenType, "the API takes OAuth access tokens, not product user tokens"),
+		oaErr(apierrors.CodeInsufficientScope, "the token lacks the scope "+scope))
+	resp.Headers = map[string]*oaHeader{"WWW-Authenticate": oaHeaderRef("ScopeChallenge")}
+	return resp
+}
+
+func oaNotFound(item bool, n oaNames) *oaResponse {
+	d := "`not_found`: `{scopeId}` is not a UUID, or names no organization or branch of the token's organization"
+	if item {
+		d += "; or `id` is not a UUID, or names no record that `{scopeId}` sees"
+	}
+	d += ". Another tenant's ids are answered the same way, so no answer reveals whether they exist."
+	desc := "no such organization or branch"
+	if item {
+		desc = "no " + n.single + " with this id"
+	}
+	return oaErrorResponse(d, oaErr(apierrors.CodeNotFound, desc))
+}
+
+func oaPayloadTooLarge(limit int) *oaResponse {
+	return oaErrorResponse("`payload_too_large`: the request body is larger than "+strconv.Itoa(limit)+" bytes.",
+		oaErr(apierrors.CodePayloadTooLarge, "request body is larger than "+strconv.Itoa(limit)+" bytes"))
+}
+
+func oaRateLimited() *oaResponse {
+	return oaWithHeaders(oaErrorResponse("`rate_limited`: the rate limit of the route is spent. `Retry-After` says, in whole seconds, when the next request may pass.",
+		oaErr(apierrors.CodeRateLimited, "rate limit exceeded; retry in 2 s")), "Retry-After", "RateLimit-Policy", "RateLimit")
+}
+
+func oaServerError() *oaResponse {
+	return oaErrorResponse("`server_error`: the server failed; the description says nothing more, and the failure is logged.",
+		oaErr(apierrors.CodeServerError, "internal server error"))
+}
+
+func oaHeaders() map[string]*oaHeader {
+	return map[string]*oaHeader{
+		"WWW-Authenticate": {
+			Description: "The RFC 6750 challenge: `Bearer realm=\"waybill\"` for a missing token; with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise.",
+			Schema:      &oaSchema{Type: "string"}, Required: true,
+		},
+		"ScopeChallenge": {
+			Description: "With `insufficient_scope` only: the RFC 6750 challenge `Bearer realm=\"waybill\", error=\"insufficient_scope\", error_description=\"...\"`, with the `scope` needed when a scope is missing.",
+			Schema:      &oaSchema{Type: "string"},
+		},
+		"Retry-After": {
+			Description: "Seconds until the next request may pass, rounded up; at least 1.",
+			Schema:      &oaSchema{Type: "integer", Minimum: oaPtr(1.0)}, Required: true,
+		},
+		"RateLimit-Policy": {
+			Description: "The limit of the route (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";q=<quota>;w=<window seconds>`. Set on every response of a rate-limited route.",
+			Schema:      &oaSchema{Type: "string", Examples: []any{`"rest";q=1000;w=60`}},
+		},
+		"RateLimit": {
+			Description: "The state of the caller's limit (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";r=<remaining>;t=<seconds until the quota is back>`. Set on every response of a rate-limited route.",
+			Schema:      &oaSchema{Type: "string", Examples: []any{`"rest";r=998;t=1`}},
+		},
+		"Location": {
+			Description: "The path of the new record: the request's path, then `/` and the new id.",
+			Schema:      &oaSchema{Type: "string", Format: "uri-reference"}, Required: true,
+		},
+		"Cache-Control": {
+			Description: "`no-store`: responses with credentials must not be cached.",
+			Schema:      &oaSchema{Type: "string", Const: "no-store"}, Required: true,
+		},
+	}
+}
+
+// List parameters.
+
+func oaListParameters(r *Resource) []*oaParameter {
+	s := r.Schema()
+	maxLimit := s.MaxLimit
+	if maxLimit <= 0 {
+		maxLimit = query.MaxLimit
+	}
+	defaultLimit := s.DefaultLimit
+	if defaultLimit <= 0 {
+		defaultLimit = min(query.DefaultLimit, maxLimit)
+	}
+	explode := true
+	return []*oaParameter{
+		{
+			Name: "limit", In: "query",
+			Description: "The page size: an integer from 1 to " + strconv.Itoa(maxLimit) + ". Anything else gives 400 `invalid_request`.",
+			Schema:      &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Maximum: oaPtr(float64(maxLimit)), Default: defaultLimit},
+		},
+		{
+			Name: "offset", In: "query",
+			Description: "The number of records to skip: an integer of at least 0.",
+			Schema:      &oaSchema{Type: "integer", Format: "int64", Minimum: oaPtr(0.0), Default: 0},
+		},
+		{
+			Name: "sort", In: "query", Style: "form", Explode: &explode,
+			Description: oaSortDescription(s),
+			Schema:      &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}},
+			Example:     oaSortExample(s),
+		},
+		{
+			Name: "filter", In: "query", Style: "form", Explode: &explode,
+			Description: oaFilterDescription(s),
+			Schema:      &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}, MaxItems: oaPtr(query.MaxFilters)},
+			Example:     oaFilterExample(s),
+		},
+	}
+}
+
+func oaSortDescription(s *query.Schema) string {
+	var sortable []string
+	for _, f := range s.Fields {
+		if f.Sortable {
+			sortable = append(sortable, "`"+f.Name+"`")
+		}
+	}
+	tiebreaker := s.Tiebreaker
+	if tiebreaker == "" {
+		tiebreaker = "id"
+	}
+	def := "`" + s.DefaultSort + "`"
+	if s.DefaultSort == "" {
+		def = "by `" + tiebreaker + "` alone"
+	}
+	return "The order: `field:asc` or `field:desc` (a key without a direction is ascending), repeated or comma-separated for several keys, at most " +
+		strconv.Itoa(query.MaxSortKeys) + ". Sortable fields: " + strings.Join(sortable, ", ") + ". " +
+		"`" + tiebreaker + "` is always appended as the last key, in the direction of the key before it, so that pages are stable. " +
+		"Without `sort` the order is " + def + ". `organization_id` and `branch_id` cannot be sorted on."
+}
+
+func oaSortExample(s *query.Schema) any {
+	if s.DefaultSort != "" {
+		return []string{s.DefaultSort}
+	}
+	return nil
+}
+
+// oaFilterValue says how a filter value of type t is written.
+func oaFilterValue(f *query.Field) string {
+	switch f.Type {
+	case query.UUID:
+		return "a UUID"
+	case query.String:
+		return "text"
+	case query.Enum:
+		return "one of " + strings.Join(f.Values, ", ")
+	case query.Integer:
+		return "an integer"
+	case query.Number:
+		return "a decimal number"
+	case query.Date:
+		return "`YYYY-MM-DD`"
+	case query.Timestamp:
+		return "RFC 3339, or `YYYY-MM-DD` for midnight UTC"
+	case query.Boolean:
+		return "`true` or `false`"
+	}
+	return f.Type.String()
+}
+
+func oaFilterDescription(s *query.Schema) string {
+	var b strings.Builder
+	b.WriteString("Filters, `field:operator:value`, repeatable (at most " + strconv.Itoa(query.MaxFilters) + "); every filter must match. ")
+	b.WriteString("A filter is split on its first two colons only, so `created_at:gte:2026-01-01T10:00:00Z` works. ")
+	b.WriteString("`eq`, `ne`, `gt`, `gte`, `lt`, `lte` compare typed values (`ne` never matches null); ")
+	b.WriteString("`in` takes a comma-separated list of at most " + strconv.Itoa(query.MaxInValues) + " values, where a value that holds a comma is written in double quotes (a quote inside doubled: `\"a, \"\"b\"\"\"`); ")
+	b.WriteString("`like` (case-sensitive) and `ilike` (case-insensitive) match a pattern where `%` is the only wildcard and every other character, `_` and `\\` included, matches itself; ")
+	b.WriteString("`isnull` takes `true` (is null) or `false` (is not null). ")
+	b.WriteString("A value is at most " + strconv.Itoa(query.MaxValueLength) + " bytes. ")
+	b.WriteString("An unknown field or operator, an operator the field does not allow, or a value that does not parse as the field's type gives 400 `invalid_request` naming the field; `organization_id` and `branch_id` cannot be filtered.\n\n")
+	b.WriteString("Filterable fields, with their type and operators:\n")
+	for i := range s.Fields {
+		f := &s.Fields[i]
+		if !f.Filterable {
+			continue
+		}
+		ops := f.Ops
+		if ops == nil {
+			ops = query.DefaultOps(f.Type)
+		}
+		opNames := make([]string, len(ops))
+		for j, op := range ops {
+			opNames[j] = string(op)
+		}
+		b.WriteString("\n- `" + f.Name + "` (" + f.Type.String() + ": " + oaFilterValue(f) + "): " + strings.Join(opNames, ", "))
+	}
+	return b.String()
+}
+
+func oaFilterExample(s *query.Schema) any {
+	for i := range s.Fields {
+		f := &s.Fields[i]
+		if f.Filterable && f.Name == "created_at" {
+			return []string{"created_at:gte:2026-01-01T00:00:00Z"}
+		}
+	}
+	return nil
+}
+
+// Schemas of a resource.
+
+// oaFieldSchema returns the schema of a field's value; nullable adds null.
+func oaFieldSchema(f *Field, nullable bool) *oaSchema {
+	s := &oaSchema{}
+	var typ string
+	switch f.Type {
+	case query.UUID:
+		typ, s.Format = "string", "uuid"
+	case query.String:
+		typ = "string"
+		if f.Create || f.Update || f.MaxLength > 0 {
+			max := f.MaxLength
+			if max == 0 {
+				max = defaultMaxLength
+			}
+			s.MaxLength = oaPtr(max)
+		}
+	case query.Enum:
+		typ = "string"
+		for _, v := range f.Values {
+			s.Enum = append(s.Enum, v)
+		}
+		if nullable {
+			s.Enum = append(s.Enum, nil)
+		}
+	case query.Integer:
+		typ, s.Format = "integer", "int64"
+	case query.Number:
+		typ = "number"
+	case query.Date:
+		typ, s.Format = "string", "date"
+	case query.Timestamp:
+		typ, s.Format = "string", "date-time"
+	case query.Boolean:
+		typ = "boolean"
+	}
+	if f.Min != nil {
+		s.Minimum = oaPtr(*f.Min)
+	}
+	if f.Max != nil {
+		s.Maximum = oaPtr(*f.Max)
+	}
+	if nullable {
+		s.Type = []string{typ, "null"}
+	} else {
+		s.Type = typ
+	}
+	return s
+}
+
+// oaReferenceNote says what a reference field may name, as the handlers
+// check it.
+func oaReferenceNote(g *Registry, f *Field) string {
+	target := g.Resource(f.References)
+	if target == nil {
+		return ""
+	}
+	what := oaWords(target.Name)
+	switch target.ScopeType {
+	case tenancy.Branch:
+		return "The id of one of the " + what + " of the record's branch."
+	case tenancy.BranchOrNull:
+		return "The id of one of the " + what + " of the record's branch, or of an organization-wide one."
+	}
+	return "The id of one of the " + what + " of the organization."
+}
+
+func oaFieldDescription(g *Registry, f *Field) string {
+	parts := []string{}
+	if f.Description != "" {
+		parts = append(parts, f.Description)
+	}
+	if f.References != "" {
+		parts = append(parts, oaReferenceNote(g, f))
+	}
+	if f.Create && !f.Update {
+		parts = append(parts, "Set on create; it cannot be changed afterwards.")
+	}
+	if f.Type == query.Timestamp && (f.Create || f.Update) {
+		parts = append(parts, "A bare `YYYY-MM-DD` is taken as midnight UTC.")
+	}
+	return strings.Join(parts, " ")
+}
+
+// oaRecordSchema is the schema of a record as responses carry it: every
+// column the handlers select (see selected), all always present.
+func oaRecordSchema(g *Registry, r *Resource) *oaSchema {
+	s := &oaSchema{Type: "object", Description: r.Description}
+	for _, c := range selected(r) {
+		var ps *oaSchema
+		switch f := r.Field(c.name); {
+		case f != nil:
+			ps = oaFieldSchema(f, f.Nullable)
+			ps.Description = oaFieldDescription(g, f)
+			ps.ReadOnly = !f.Create && !f.Update
+		case c.name == OrganizationColumn:
+			ps = &oaSchema{Type: "string", Format: "uuid", ReadOnly: true,
+				Description: "The organization that owns the record; set by the server, never sent by clients."}
+		case c.name == BranchColumn && r.ScopeType == tenancy.BranchOrNull:
+			ps = &oaSchema{Type: []string{"string", "null"}, Format: "uuid", ReadOnly: true,
+				Description: "The branch the record belongs to, or null for an organization-wide record that every branch sees; set by the server from `{scopeId}`, never sent by clients."}
+		default:
+			ps = &oaSchema{Type: "string", Format: "uuid", ReadOnly: true,
+				Description: "The branch the record belongs to; set by the server from `{scopeId}`, never sent by clients."}
+		}
+		s.Properties = append(s.Properties, oaProp(c.name, ps))
+		s.Required = append(s.Required, c.name)
+	}
+	return s
+}
+
+// oaWriteSchema is the body of a POST (create) or PATCH.
+func oaWriteSchema(g *Registry, r *Resource, n oaNames, create bool) *oaSchema {
+	s := &oaSchema{Type: "object", AdditionalProperties: oaPtr(false)}
+	if create {
+		s.Description = "The body of a create of " + n.one + ". Fields left out get their defaults; unknown fields, and fields that may not be sent on create, are refused (400 `invalid_create`)."
+	} else {
+		s.Description = "The body of an update of " + n.one + ": the fields to change. Unknown fields, and fields that may not be changed, are refused (400 `invalid_update`)."
+	}
+	for i := range r.fields {
+		f := &r.fields[i]
+		if (create && !f.Create) || (!create && !f.Update) {
+			continue
+		}
+		ps := oaFieldSchema(f, f.Nullable && !f.Required)
+		ps.Description = oaFieldDescription(g, f)
+		s.Properties = append(s.Properties, oaProp(f.Name, ps))
+		if create && f.Required {
+			s.Required = append(s.Required, f.Name)
+		}
+	}
+	return s
+}
+
+func oaVersion() *oaSchema {
+	return &oaSchema{Type: "string", Const: Version, Description: "The API version."}
+}
+
+func oaListEnvelope(r *Resource, n oaNames) *oaSchema {
+	return oaObject([]string{"data", "pagination", "version"},
+		oaProp("data", &oaSchema{Type: "array", Items: oaSchemaRef(n.schema), Description: "The page of " + n.plural + "."}),
+		oaProp("pagination", oaSchemaRef("Pagination")),
+		oaProp("version", oaVersion()))
+}
+
+func oaItemEnvelope(n oaNames) *oaSchema {
+	return oaObject([]string{"data", "version"},
+		oaProp("data", oaSchemaRef(n.schema)),
+		oaProp("version", oaVersion()))
+}
+
+func oaPagination() *oaSchema {
+	return oaObject([]string{"limit", "offset", "total"},
+		oaProp("limit", &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Description: "The page size used."}),
+		oaProp("offset", &oaSchema{Type: "integer", Format: "int64", Minimum: oaPtr(0.0), Description: "The number of records skipped."}),
+		oaProp("total", &oaSchema{Type: "integer", Format: "int64", Minimum: oaPtr(0.0), Description: "The number of records every filter matches, on every page."}))
+}
+
+func oaErrorSchema() *oaSchema {
+	s := oaObject([]string{"error", "error_description"},
+		oaProp("error", oaString("The error code: one of the codes in the description of the API (RFC 6749 section 5.2 codes on the OAuth endpoints).")),
+		oaProp("error_description", oaString("What went wrong, for people: safe to show, never a secret.")))
+	s.Description = "Every error response of the API and of the OAuth endpoints."
+	return s
+}
+
+// The security schemes.
+
+func (b *openAPIBuilder) scopes() map[string]string {
+	scopes := map[string]string{}
+	for _, r := range b.g.resources {
+		w := oaWords(r.Name)
+		scopes[r.ReadScope()] = "Read " + w
+		if !r.ReadOnly {
+			scopes[r.WriteScope()] = "Create, update and delete " + w
+		}
+	}
+	return scopes
+}
+
+func (b *openAPIBuilder) securitySchemes() map[string]*oaSecurityScheme {
+	scopes := b.scopes()
+	return map[string]*oaSecurityScheme{
+		schemeOAuth2: {
+			Type: "oauth2",
+			Description: "OAuth 2.1 access tokens (HS256 JWTs, valid " + strconv.Itoa(accessTokenSeconds) + " s), sent as `Authorization: Bearer <token>`. " +
+				"The authorization-code flow requires PKCE with S256 (`plain` is refused) and an exact redirect URI; its token sees every branch of the organization the user chose at consent. " +
+				"A client-credentials token sees the branches its app lists (`oauth_branch_ids`). " +
+				"`svc:<resource>:read` allows GET, `svc:<resource>:write` allows POST, PATCH and DELETE; write does not imply read.",
+			Flows: &oaFlows{
+				AuthorizationCode: &oaFlow{AuthorizationURL: b.info.AuthorizationURL, TokenURL: b.info.TokenURL, RefreshURL: b.info.TokenURL, Scopes: scopes},
+				ClientCredentials: &oaFlow{TokenURL: b.info.TokenURL, Scopes: scopes},
+			},
+		},
+		schemeUserToken: {
+			Type: "http", Scheme: "bearer", BearerFormat: "JWT",
+			Description: "A product user token from `POST " + oauthPathUserToken + "?grant_type=password`: an HS256 JWT without `oauth_client_id`. App registration and secret rotation take it; the resource API answers it with 403 `invalid_token_type`.",
+		},
+		schemeClientBasic: {
+			Type: "http", Scheme: "basic",
+			Description: "Client authentication by HTTP Basic with the client id and secret, each form-urlencoded before base64 (RFC 6749 section 2.3.1). A client may instead send `client_id` and `client_secret` in the body, but not both ways at once.",
+		},
+	}
+}
+
+// The info description.
+
+func (b *openAPIBuilder) description() string {
+	var d strings.Builder
+	if b.info.Description != "" {
+		d.WriteString(b.info.Description)
+	} else {
+		d.WriteString("A multi-tenant REST API protected by OAuth 2.1. Every resource lives inside an organization, many inside one of its branches; the `{scopeId}` of each path says which.")
+	}
+	prefixes := b.g.prefixes()
+	if len(prefixes) > 0 && len(b.g.resources) > 0 {
+		p := prefixes[0]
+		d.WriteString("\n\n## Paths\n\nEvery resource is served at `" + p + "/{scopeId}/{resource}` (list, create) and `" + p + "/{scopeId}/{resource}/{id}` (get, update, delete). ")
+		for _, alias := range prefixes[1:] {
+			d.WriteString("`" + alias + "` is an alias of every `" + p + "` path of the resources: `" + alias + "/{scopeId}/{resource}` is the same route as `" + p + "/{scopeId}/{resource}`, with the same behaviour. ")
+		}
+		if len(prefixes) > 1 {
+			d.WriteString("This document lists the `" + p + "` paths only. ")
+		}
+		d.WriteString("Methods a resource path does not list answer 405 `method_not_allowed` with an `Allow` header.")
+
+		d.WriteString("\n\n## Tenancy\n\nEvery record carries `organization_id`, and branch-scoped records `branch_id`. The server sets and enforces both: a client can never send them (400 `invalid_create` / `invalid_update`), filter on them or sort on them (400 `invalid_request`). What `{scopeId}` names depends on the resource:\n\n")
+		d.WriteString("| scope type | `{scopeId}` | resources |\n|---|---|---|\n")
+		for _, t := range []tenancy.ScopeType{tenancy.Organization, tenancy.Branch, tenancy.BranchOrNull} {
+			var rs []string
+			for _, r := range b.g.resources {
+				if r.ScopeType == t {
+					rs = append(rs, r.Name)
+				}
+			}
+			if len(rs) == 0 {
+				continue
+			}
+			what := map[tenancy.ScopeType]string{
+				tenancy.Organization: "the token's organization",
+				tenancy.Branch:       "a branch of the token's organization (for a client-credentials token, one of its `oauth_branch_ids`)",
+				tenancy.BranchOrNull: "as branch; lists and gets also return the organization-wide records (`branch_id` null), and changing those needs a token that covers every branch",
+			}[t]
+			d.WriteString("| " + t.String() + " | " + what + " | " + strings.Join(rs, ", ") + " |\n")
+		}
+		d.WriteString("\nA `{scopeId}` or record id that is not a UUID, does not exist, or belongs to another organization gives 404 `not_found`: no answer reveals whether another tenant's id exists. A branch of the token's organization that the token may not use gives 403 `insufficient_scope`.")
+
+		d.WriteString("\n\n## Requests and responses\n\nEvery call carries `Authorization: Bearer <access token>` (see the OAuth operations) with the scope the operation names: `svc:<resource>:read` for GET, `svc:<resource>:write` for POST, PATCH and DELETE; write does not imply read. ")
+		d.WriteString("POST and PATCH take `Content-Type: application/json` and one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes (1 MiB; more gives 413 `payload_too_large`). ")
+		d.WriteString("A list answers `{\"data\": [...], \"pagination\": {\"limit\", \"offset\", \"total\"}, \"version\": \"" + Version + "\"}`; every other success `{\"data\": {...}, \"version\": \"" + Version + "\"}`, DELETE with the deleted record. Timestamps are RFC 3339 in UTC; dates `YYYY-MM-DD`.")
+		d.WriteString("\n\nLists take `limit` (default " + strconv.Itoa(query.DefaultLimit) + ", at most " + strconv.Itoa(query.MaxLimit) + " unless a resource says less), `offset`, `sort` (`field:asc|desc`, `id` always appended as the last key; default `created_at:desc` unless a resource says otherwise) and `filter` (`field:operator:value`, repeatable, ANDed); any other parameter gives 400 `invalid_request`, so that a filter is never dropped silently.")
+	}
+
+	d.WriteString("\n\n## Errors\n\nEvery error has the body `{\"error\": \"<code>\", \"error_description\": \"<text>\"}`:\n\n| code | status |\n|---|---|\n")
+	for _, code := range []string{
+		apierrors.CodeInvalidRequest, apierrors.CodeInvalidCreate, apierrors.CodeCreateFailed, apierrors.CodeInvalidUpdate,
+		apierrors.CodeUnauthorized, apierrors.CodeInvalidToken, apierrors.CodeInvalidTokenType, apierrors.CodeInsufficientScope,
+		apierrors.CodeNotFound, apierrors.CodeMethodNotAllowed, apierrors.CodeConflict, apierrors.CodePayloadTooLarge,
+		apierrors.CodeRateLimited, apierrors.CodeServerError,
+		apierrors.CodeInvalidClient, apierrors.CodeInvalidGrant, apierrors.CodeUnsupportedGrantType, apierrors.CodeInvalidScope,
+	} {
+		d.WriteString("| `" + code + "` | " + strconv.Itoa(apierrors.Status(code)) + " |\n")
+	}
+	d.WriteString("\n## Rate limits\n\nA rate-limited route answers 429 `rate_limited` over its limit, with `Retry-After` in whole seconds. Every response of such a route carries the headers of draft-ietf-httpapi-ratelimit-headers-11: `RateLimit-Policy: \"<name>\";q=<quota>;w=<window seconds>` and `RateLimit: \"<name>\";r=<remaining>;t=<seconds until capacity returns>`. A fresh key may spend its whole quota at once and then earns it back evenly over the window.")
+	return d.String()
+}
+
+// The OAuth endpoints (package oauth).
+
+func oaClientFields() []oaProperty {
+	return []oaProperty{
+		oaProp("client_id", oaString("The client id, when the client authenticates in the body rather than by HTTP Basic.")),
+		oaProp("client_secret", &oaSchema{Type: "string", WriteOnly: true, Description: "The client secret, with `client_id`, when the client authenticates in the body."}),
+	}
+}
+
+func oaGrantType(value, description string) oaProperty {
+	return oaProp("grant_type", &oaSchema{Type: "string", Const: value, Description: description})
+}
+
+func oaOAuthSchemas() map[string]*oaSchema {
+	authCode := oaObject([]string{"grant_type", "code", "redirect_uri", "code_verifier"},
+		append([]oaProperty{
+			oaGrantType("authorization_code", "Exchange an authorization code."),
+			oaProp("code", oaString("The authorization code from the redirect; single use, valid 60 s.")),
+			oaProp("redirect_uri", &oaSchema{Type: "string", Format: "uri", Description: "The redirect URI of the authorization request, exactly."}),
+			oaProp("code_verifier", &oaSchema{Type: "string", MinLength: oaPtr(43), MaxLength: oaPtr(128), Pattern: `^[A-Za-z0-9._~-]{43,128}$`,
+				Description: "The PKCE verifier whose S256 challenge the authorization request sent."}),
+		}, oaClientFields()...)...)
+	authCode.Description = "The authorization-code grant. The client authenticates (HTTP Basic or `client_id` and `client_secret` in the body) before the code is looked at. A second use of a code fails and revokes every token issued from it."
+
+	refresh := oaObject([]string{"grant_type", "refresh_token"},
+		append([]oaProperty{
+			oaGrantType("refresh_token", "Rotate a refresh token."),
+			oaProp("refresh_token", oaString("The refresh token; single use. The response carries its successor. Reusing a spent one fails with `invalid_grant` and revokes its whole family.")),
+		}, oaClientFields()...)...)
+	refresh.Description = "The refresh-token grant. Client authentication is optional (the token is bound to its client); when the client authenticates, it must be the token's client."
+
+	cc := oaObject([]string{"grant_type"},
+		append([]oaProperty{
+			oaGrantType("client_credentials", "Issue a token to the app itself."),
+			oaProp("scope", oaString("Space-separated scopes: a subset of the app's scopes (default: all of them). A JSON body may send an array of strings instead.")),
+		}, oaClientFields()...)...)
+	cc.Description = "The client-credentials grant: the client authenticates, by HTTP Basic or `client_id` and `client_secret` in the body."
+
+	tokenRequest := &oaSchema{
+		Description: "A token request: one of the three grants, by `grant_type`. Sent as `application/x-www-form-urlencoded` (RFC 6749) or as a JSON object of strings; each parameter at most once.",
+		OneOf:       []*oaSchema{oaSchemaRef("AuthorizationCodeTokenRequest"), oaSchemaRef("RefreshTokenRequest"), oaSchemaRef("ClientCredentialsTokenRequest")},
+		Discriminator: &oaDiscriminator{PropertyName: "grant_type", Mapping: map[string]string{
+			"authorization_code": oaRef("schemas", "AuthorizationCodeTokenRequest"),
+			"refresh_token":      oaRef("schemas", "RefreshTokenRequest"),
+			"client_credentials": oaRef("schemas", "ClientCredentialsTokenRequest"),
+		}},
+	}
+
+	tokenResponse := oaObject([]string{"access_token", "token_type", "expires_in", "scope"},
+		oaProp("access_token", oaString("The access token: an HS256 JWT for `Authorization: Bearer`.")),
+		oaProp("token_type", &oaSchema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
+		oaProp("expires_in", &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Description: "Seconds until the access token expires.", Examples: []any{accessTokenSeconds}}),
+		oaProp("refresh_token", oaString("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid 30 days.")),
+		oaProp("scope", oaString("The granted scopes, space-separated.")),
+		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The app's organization (client-credentials grant only)."}),
+		oaProp("branch_ids", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uuid"}, Description: "The branches the token may use (client-credentials grant only)."}))
+	tokenResponse.Description = "A token response (RFC 6749 section 5.1)."
+
+	userTokenRequest := oaObject([]string{"email", "password"},
+		oaProp("email", &oaSchema{Type: "string", Format: "email", Description: "The user's email."}),
+		oaProp("password", &oaSchema{Type: "string", WriteOnly: true, Description: "The user's password."}))
+	userTokenRequest.Description = "A product user sign-in."
+
+	userTokenResponse := oaObject([]string{"access_token", "token_type", "expires_in"},
+		oaProp("access_token", oaString("The product user token: an HS256 JWT without `oauth_client_id`.")),
+		oaProp("token_type", &oaSchema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
+		oaProp("expires_in", &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Description: "Seconds until the token expires."}))
+	userTokenResponse.Description = "A product user token."
+
+	uuids := func(description string) *oaSchema {
+		return &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uuid"}, Description: description}
+	}
+	appRegistration := oaObject([]string{"organization_id", "name", "scopes"},
+		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The organization the app belongs to; the user must administer it."}),
+		oaProp("name", &oaSchema{Type: "string", MinLength: oaPtr(1), MaxLength: oaPtr(200), Description: "The app's name, shown at consent; at most 200 bytes."}),
+		oaProp("scopes", &oaSchema{Type: "array", MinItems: oaPtr(1), Items: &oaSchema{Type: "string"}, Description: "The scopes the app may ask for, e.g. `svc:quotations:read`."}),
+		oaProp("branch_ids", uuids("The branches a client-credentials token of the app may use; each a branch of the organization.")),
+		oaProp("redirect_uris", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow: absolute, without a fragment, matched exactly."}))
+	appRegistration.AdditionalProperties = oaPtr(false)
+	appRegistration.Description = "An app to register."
+
+	appResponse := oaObject([]string{"client_id", "client_secret"},
+		oaProp("client_id", oaString("The app's client id.")),
+		oaProp("client_secret", oaString("The client secret, shown this once: only its hash is kept.")),
+		oaProp("app_id", &oaSchema{Type: "string", Format: "uuid", Description: "The app's id (registration only)."}),
+		oaProp("name", oaString("The app's name (registration only).")),
+		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The app's organization (registration only)."}),
+		oaProp("scopes", &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}, Description: "The app's scopes (registration only)."}),
+		oaProp("branch_ids", uuids("The app's branches (registration only).")),
+		oaProp("redirect_uris", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uri"}, Description: "The app's redirect URIs (registration only)."}))
+	appResponse.Description = "An app's credentials. Registration returns every field; secret rotation `client_id` and `client_secret` only."
+
+	tokenParam := func(what string) *oaSchema {
+		s := oaObject([]string{"token"},
+			append([]oaProperty{
+				oaProp("token", oaString(what)),
+				oaProp("token_type_hint", &oaSchema{Type: "string", Enum: []any{"access_token", "refresh_token"}, Description: "Accepted and ignored: the server finds the kind itself."}),
+			}, oaClientFields()...)...)
+		return s
+	}
+	revocation := tokenParam("The refresh token, or authorization-code access token, to revoke with its whole family.")
+	revocation.Description = "An RFC 7009 revocation request; the client authenticates."
+	introspectionRequest := tokenParam("The access or refresh token to describe.")
+	introspectionRequest.Description = "An RFC 7662 introspection request; the client (a resource server's app) authenticates."
+
+	introspection := oaObject([]string{"active"},
+		oaProp("active", &oaSchema{Type: "boolean", Description: "Whether the token is valid now. The other fields are present only for an active token."}),
+		oaProp("scope", oaString("The token's scopes, space-separated.")),
+		oaProp("client_id", oaString("The client the token was issued to.")),
+		oaProp("sub", oaString("The user (authorization code) or the app (client credentials).")),
+		oaProp("token_type", &oaSchema{Type: "string", Enum: []any{"Bearer", "refresh_token"}, Description: "`Bearer` for an access token, `refresh_token` for a refresh token."}),
+		oaProp("exp", &oaSchema{Type: "integer", Format: "int64", Description: "Expiry, in seconds since 1970."}),
+		oaProp("iat", &oaSchema{Type: "integer", Format: "int64", Description: "Issue time, in seconds since 1970 (access tokens)."}),
+		oaProp("iss", oaString("The issuer (access tokens).")),
+		oaProp("aud", oaString("The audience (access tokens).")),
+		oaProp("jti", oaString("The token's id (access tokens).")),
+		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The organization the token acts in."}),
+		oaProp("branch_ids", uuids("The branches a client-credentials token may use.")))
+	introspection.Description = "An RFC 7662 introspection response. A product user token is inactive here."
+
+	strs := func(description string) *oaSchema {
+		return &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}, Description: description}
+	}
+	uri := func(description string) *oaSchema {
+		return &oaSchema{Type: "string", Format: "uri", Description: description}
+	}
+	metadata := oaObject([]string{"issuer", "authorization_endpoint", "token_endpoint", "response_types_supported"},
+		oaProp("issuer", uri("The issuer URL.")),
+		oaProp("authorization_endpoint", uri("The authorization endpoint.")),
+		oaProp("token_endpoint", uri("The token endpoint.")),
+		oaProp("revocation_endpoint", uri("The RFC 7009 revocation endpoint.")),
+		oaProp("introspection_endpoint", uri("The RFC 7662 introspection endpoint.")),
+		oaProp("response_types_supported", strs("`code`.")),
+		oaProp("response_modes_supported", strs("`query`.")),
+		oaProp("grant_types_supported", strs("`authorization_code`, `refresh_token`, `client_credentials`.")),
+		oaProp("code_challenge_methods_supported", strs("`S256`.")),
+		oaProp("authorization_response_iss_parameter_supported", &oaSchema{Type: "boolean", Description: "True: the authorization response carries `iss` (RFC 9207)."}),
+		oaProp("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
+		oaProp("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
+		oaProp("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")))
+	metadata.Description = "RFC 8414 authorization server metadata."
+
+	return map[string]*oaSchema{
+		"AuthorizationCodeTokenRequest": authCode,
+		"RefreshTokenRequest":           refresh,
+		"ClientCredentialsTokenRequest": cc,
+		"TokenRequest":                  tokenRequest,
+		"TokenResponse":                 tokenResponse,
+		"UserTokenRequest":              userTokenRequest,
+		"UserTokenResponse":             userTokenResponse,
+		"AppRegistration":               appRegistration,
+		"AppResponse":                   appResponse,
+		"TokenRevocationRequest":        revocation,
+		"TokenIntrospectionRequest":     introspectionRequest,
+		"TokenIntrospection":            introspection,
+		"AuthorizationServerMetadata":   metadata,
+	}
+}
+
+// oaFormOrJSON is a request body sent as a form or as a JSON object.
+func oaFormOrJSON(description, schema string) *oaRequestBody {
+	return &oaRequestBody{
+		Description: description,
+		Required:    true,
+		Content: map[string]*oaMediaType{
+			"application/x-www-form-urlencoded": {Schema: oaSchemaRef(schema)},
+			"application/json":                  {Schema: oaSchemaRef(schema)},
+		},
+	}
+}
+
+// oaClientAuth is the security of an endpoint where the client
+// authenticates by HTTP Basic or in the body (the empty requirement).
+func oaClientAuth() []map[string][]string {
+	return []map[string][]string{{schemeClientBasic: {}}, {}}
+}
+
+func oaInvalidClient() *oaResponse {
+	return oaWithHeaders(oaErrorResponse("`invalid_client`: client authentication failed (unknown client, wrong secret, malformed Basic credentials, or none where required). `WWW-Authenticate` names the scheme the client tried (Basic by default).",
+		oaErr(apierrors.CodeInvalidClient, "client authentication failed")), "WWW-Authenticate")
+}
+
+func oaTokenSuccess(description, schema string) *oaResponse {
+	r := &oaResponse{Description: description, Content: oaJSON(oaSchemaRef(schema))}
+	return oaWithHeaders(r, "Cache-Control")
+}
+
+func (b *openAPIBuilder) addOAuth() error {
+	for name, s := range oaOAuthSchemas() {
+		if err := b.addSchema(name, s); err != nil {
+			return err
+		}
+	}
+	b.doc.Tags = append(b.doc.Tags, oaTag{Name: tagOAuth, Description: "The OAuth 2.1 token service that issues the API's access tokens: " +
+		"the authorization-code grant with PKCE (S256) and a server-rendered sign-in and consent page, rotating refresh tokens, client credentials, " +
+		"app registration and secret rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414 metadata. " +
+		"Token requests are `application/x-www-form-urlencoded` or `application/json`; clients authenticate by HTTP Basic or `client_id` and `client_secret` in the body. " +
+		"Errors follow RFC 6749 section 5.2 in the shape of `Error`."})
+
+	tooLarge := b.shared("OAuthPayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(oauthMaxRequestBytes) })
+	tokenErrors := func(codes string, grants ...string) map[string]*oaResponse {
+		return map[string]*oaResponse{
+			"400": oaErrorResponse(codes,
+				oaErr(apierrors.CodeInvalidRequest, "grant_type is required"),
+				oaErr(apierrors.CodeInvalidGrant, "the refresh token was already used; its family is revoked"),
+				oaErr(apierrors.CodeUnsupportedGrantType, "this endpoint takes only grant_type=client_credentials"),
+				oaErr(apierrors.CodeInvalidScope, "the app may not request svc:invoices:write")),
+			"401": b.shared("InvalidClient", oaInvalidClient),
+			"413": tooLarge,
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		}
+	}
+
+	allGrants := tokenErrors("`invalid_request`: a missing or repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.\n\n" +
+		"`invalid_grant`: an authorization code or refresh token that is invalid, expired, spent, revoked, or of another client; a redirect URI or PKCE verifier that does not match.\n\n" +
+		"`unsupported_grant_type`: a `grant_type` other than the three.\n\n" +
+		"`invalid_scope`: client credentials asking for a scope the app does not have.")
+	allGrants["200"] = oaTokenSuccess("The tokens. `Cache-Control: no-store`.", "TokenResponse")
+	if err := b.addPath(oauthPathToken, &oaPathItem{Post: &oaOperation{
+		Tags: []string{tagOAuth}, Summary: "Request a token", OperationID: "requestToken",
+		Description: "The token endpoint (RFC 6749 section 3.2): the `authorization_code` (with PKCE), `refresh_token` and `client_credentials` grants. " +
+			"The client is authenticated before any code or refresh token is looked at, so a failed client authentication never spends a grant.",
+		RequestBody: oaFormOrJSON("The grant.", "TokenRequest"),
+		Responses:   allGrants,
+		Security:    oaClientAuth(),
+	}}); err != nil {
+		return err
+	}
+
+	for _, p := range []struct{ path, id, summary string }{
+		{oauthPathEdgeToken, "requestEdgeFunctionToken", "Request a client-credentials token (edge function path)"},
+		{oauthPathV1Token, "requestV1Token", "Request a client-credentials token (/v1 path)"},
+	} {
+		responses := tokenErrors("`invalid_request`: a missing or repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.\n\n" +
+			"`unsupported_grant_type`: any `grant_type` but `client_credentials`.\n\n" +
+			"`invalid_scope`: a scope the app does not have.")
+		responses["200"] = oaTokenSuccess("The access token, with the app's organization and branches. `Cache-Control: no-store`.", "TokenResponse")
+		if err := b.addPath(p.path, &oaPathItem{Post: &oaOperation{
+			Tags: []string{tagOAuth}, Summary: p.summary, OperationID: p.id,
+			Description: "The `client_credentials` grant only, served by the same token service as `" + oauthPathToken + "`. Any other grant type gives 400 `unsupported_grant_type`.",
+			RequestBody: oaFormOrJSON("The client-credentials grant.", "ClientCredentialsTokenRequest"),
+			Responses:   responses,
+			Security:    oaClientAuth(),
+		}}); err != nil {
+			return err
+		}
+	}
+
+	if err := b.addPath(oauthPathUserToken, &oaPathItem{Post: &oaOperation{
+		Tags: []string{tagOAuth}, Summary: "Sign in a product user", OperationID: "signInUser",
+		Description: "Product user sign-in. It answers a product user token: an HS256 JWT signed like the access tokens but without `oauth_client_id`, " +
+			"which app registration and secret rotation take and the resource API refuses (403 `invalid_token_type`).",
+		Parameters: []*oaParameter{{
+			Name: "grant_type", In: "query", Required: true, Description: "Must be `password`.",
+			Schema: &oaSchema{Type: "string", Enum: []any{"password"}},
+		}},
+		RequestBody: oaFormOrJSON("The user's credentials.", "UserTokenRequest"),
+		Responses: map[string]*oaResponse{
+			"200": oaTokenSuccess("The product user token. `Cache-Control: no-store`.", "UserTokenResponse"),
+			"400": oaErrorResponse("`unsupported_grant_type`: the query's `grant_type` is not `password`.\n\n`invalid_request`: no email or password, or a body that is neither a form nor a JSON object of strings.\n\n`invalid_grant`: the email and password do not match a user.",
+				oaErr(apierrors.CodeUnsupportedGrantType, "use grant_type=password"),
+				oaErr(apierrors.CodeInvalidRequest, "email and password are required"),
+				oaErr(apierrors.CodeInvalidGrant, "invalid email or password")),
+			"413": tooLarge,
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		},
+		Security: []map[string][]string{},
+	}}); err != nil {
+		return err
+	}
+
+	userAuthErrors := func(notFound string, forbidden string) map[string]*oaResponse {
+		return map[string]*oaResponse{
+			"401": oaWithHeaders(oaErrorResponse("`unauthorized`: no `Authorization: Bearer` product user token. `invalid_token`: a token that is malformed, badly signed, expired or for another audience.",
+				oaErr(apierrors.CodeUnauthorized, "a product user token is required"),
+				oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate"),
+			"403": {
+				Description: "`invalid_token_type`: an OAuth access token instead of a product user token.\n\n`insufficient_scope`: " + forbidden,
+				Headers:     map[string]*oaHeader{"WWW-Authenticate": oaHeaderRef("ScopeChallenge")},
+				Content: oaErrorResponse("",
+					oaErr(apierrors.CodeInvalidTokenType, "app registration takes a product user token, not an OAuth access token"),
+					oaErr(apierrors.CodeInsufficientScope, "only an admin of the organization may manage its apps")).Content,
+			},
+			"404": oaErrorResponse("`not_found`: "+notFound, oaErr(apierrors.CodeNotFound, "no such organization")),
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		}
+	}
+	userSecurity := []map[string][]string{{schemeUserToken: {}}}
+
+	register := userAuthErrors("the user is no member of the organization (its existence is not revealed).", "the user is a member of the organization but not an admin.")
+	register["201"] = oaWithHeaders(&oaResponse{
+		Description: "The app, with its client secret: shown this once.",
+		Headers: map[string]*oaHeader{"Location": {Description: "The app's path: `" + oauthPathApps + "/{client_id}`.", Required: true,
+			Schema: &oaSchema{Type: "string", Format: "uri-reference"}}},
+		Content: oaJSON(oaSchemaRef("AppResponse")),
+	}, "Cache-Control")
+	register["400"] = oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, a body with unknown fields, no organization, name or scope, a malformed scope, a redirect URI that is not absolute or has a fragment, or a branch of another organization.",
+		oaErr(apierrors.CodeInvalidRequest, "at least one scope is required"))
+	if err := b.addPath(oauthPathApps, &oaPathItem{Post: &oaOperation{
+		Tags: []string{tagOAuth}, Summary: "Register an app", OperationID: "registerApp",
+		Description: "Registers an OAuth app of an organization. Takes the product user token of an admin of that organization. The client secret is shown once in the response and stored only as a hash.",
+		RequestBody: &oaRequestBody{Description: "The app.", Required: true, Content: oaJSON(oaSchemaRef("AppRegistration"))},
+		Responses:   register,
+		Security:    userSecurity,
+	}}); err != nil {
+		return err
+	}
+
+	rotate := userAuthErrors("no app has this client id, or the user is no member of its organization.", "the user is a member of the app's organization but not an admin.")
+	rotate["200"] = oaWithHeaders(&oaResponse{Description: "The new secret, shown this once; the old one stops working at once.", Content: oaJSON(oaSchemaRef("AppResponse"))}, "Cache-Control")
+	if err := b.addPath(oauthPathApps+"/{client_id}/rotate-secret", &oaPathItem{
+		Parameters: []*oaParameter{{Name: "client_id", In: "path", Required: true, Description: "The app's client id.", Schema: &oaSchema{Type: "string"}}},
+		Post: &oaOperation{
+			Tags: []string{tagOAuth}, Summary: "Rotate an app's client secret", OperationID: "rotateAppSecret",
+			Description: "Gives the app a new client secret. Takes the product user token of an admin of the app's organization. No request body.",
+			Responses:   rotate,
+			Security:    userSecurity,
+		},
+	}); err != nil {
+		return err
+	}
+
+	clientErrors := func(oaSuccess *oaResponse) map[string]*oaResponse {
+		return map[string]*oaResponse{
+			"200": oaSuccess,
+			"400": oaErrorResponse("`invalid_request`: no `token`, a repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.",
+				oaErr(apierrors.CodeInvalidRequest, "token is required")),
+			"401": b.shared("InvalidClient", oaInvalidClient),
+			"413": tooLarge,
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		}
+	}
+	if err := b.addPath(oauthPathRevoke, &oaPathItem{Post: &oaOperation{
+		Tags: []string{tagOAuth}, Summary: "Revoke a token", OperationID: "revokeToken",
+		Description: "RFC 7009 revocation. A refresh token of the authenticated client, or an authorization-code access token of it, is revoked with its whole family. " +
+			"An unknown token, or one of another client, is answered 200 like a revoked one and left alone (RFC 7009 section 2.2).",
+		RequestBody: oaFormOrJSON("The token to revoke.", "TokenRevocationRequest"),
+		Responses:   clientErrors(oaWithHeaders(&oaResponse{Description: "Revoked, or nothing to revoke. No body."}, "Cache-Control")),
+		Security:    oaClientAuth(),
+	}}); err != nil {
+		return err
+	}
+	if err := b.addPath(oauthPathIntrospect, &oaPathItem{Post: &oaOperation{
+		Tags: []string{tagOAuth}, Summary: "Introspect a token", OperationID: "introspectToken",
+		Description: "RFC 7662 introspection for resource servers: an authenticated client asks whether an access or refresh token is active, and what it grants.",
+		RequestBody: oaFormOrJSON("The token to describe.", "TokenIntrospectionRequest"),
+		Responses:   clientErrors(oaTokenSuccess("The token's state. `active` false for an unknown, expired, spent or revoked token, and for a product user token.", "TokenIntrospection")),
+		Security:    oaClientAuth(),
+	}}); err != nil {
+		return err
+	}
+
+	if err := b.addPath(oauthPathMetadata, &oaPathItem{Get: &oaOperation{
+		Tags: []string{tagOAuth}, Summary: "Get the authorization server metadata", OperationID: "getAuthorizationServerMetadata",
+		Description: "RFC 8414 metadata, so that standard clients configure themselves.",
+		Responses: map[string]*oaResponse{
+			"200": {Description: "The metadata.", Content: oaJSON(oaSchemaRef("AuthorizationServerMetadata"))},
+			"429": b.shared("RateLimited", oaRateLimited),
+			"500": b.shared("ServerError", oaServerError),
+		},
+		Security: []map[string][]string{},
+	}}); err != nil {
+		return err
+	}
+
+	redirect := func(description string) *oaHeader {
+		return &oaHeader{Description: description, Required: true, Schema: &oaSchema{Type: "string", Format: "uri-reference"}}
+	}
+	html := map[string]*oaMediaType{"text/html": {Schema: &oaSchema{Type: "string"}}}
+	return b.addPath(oauthPathAuthorize, &oaPathItem{Get: &oaOperation{
+		Tags: []string{tagOAuth}, Summary: "Start an authorization (browser)", OperationID: "authorize",
+		Description: "The authorization endpoint (RFC 6749 section 4.1.1 with PKCE, RFC 7636), for a browser, not an API client. " +
+			"A valid request from a signed-in user gets the consent page, where the user picks the organization and approves or denies; one without a session is sent to the sign-in page first. " +
+			"Approval redirects to `redirect_uri` with `code`, `state` and `iss`; denial with `error=access_denied`. " +
+			"An unknown client or a redirect URI that does not match exactly gets an error page, never a redirect; every other error redirects with `error`, `error_description` and `state`.",
+		Parameters: []*oaParameter{
+			{Name: "client_id", In: "query", Required: true, Description: "The app's client id.", Schema: &oaSchema{Type: "string"}},
+			{Name: "redirect_uri", In: "query", Required: true, Description: "One of the app's redirect URIs, exactly.", Schema: &oaSchema{Type: "string", Format: "uri"}},
+			{Name: "response_type", In: "query", Required: true, Description: "`code`.", Schema: &oaSchema{Type: "string", Enum: []any{"code"}}},
+			{Name: "code_challenge", In: "query", Required: true, Description: "The base64url SHA-256 of the PKCE verifier (43 characters).", Schema: &oaSchema{Type: "string", Pattern: `^[A-Za-z0-9_-]{43}$`}},
+			{Name: "code_challenge_method", In: "query", Required: true, Description: "`S256`; `plain` is refused.", Schema: &oaSchema{Type: "string", Enum: []any{"S256"}}},
+			{Name: "scope", In: "query", Required: true, Description: "Space-separated scopes, a subset of the app's.", Schema: &oaSchema{Type: "string"}},
+			{Name: "state", In: "query", Description: "Opaque; returned with the redirect.", Schema: &oaSchema{Type: "string"}},
+		},
+		Responses: map[string]*oaResponse{
+			"200": {Description: "The consent page.", Content: html},
+			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`.", Headers: map[string]*oaHeader{"Location": redirect("`redirect_uri` with the error parameters.")}},
+			"303": {Description: "No session: to the sign-in page, which returns here.", Headers: map[string]*oaHeader{"Location": redirect("The sign-in page.")}},
+			"400": {Description: "An error page: an unknown `client_id`, or a `redirect_uri` that is missing or not registered.", Content: html},
+			"500": {Description: "An error page: the server failed.", Content: html},
+		},
+		Security: []map[string][]string{},
+	}})
+}

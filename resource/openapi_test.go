@@ -1,0 +1,681 @@
+package resource_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// openAPIRegistry is a registry of the test resources without a database:
+// the document needs none.
+func openAPIRegistry(t testing.TB) *resource.Registry {
+	t.Helper()
+	reg := &resource.Registry{}
+	require.NoError(t, reg.Register(testResources()...))
+	return reg
+}
+
+// openAPIDoc returns the document of the test resources, raw and decoded.
+func openAPIDoc(t testing.TB, info resource.OpenAPIInfo) ([]byte, map[string]any) {
+	t.Helper()
+	raw, err := openAPIRegistry(t).OpenAPI(info)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	return raw, doc
+}
+
+// at walks a decoded JSON document along keys; it fails the test when a
+// key is missing.
+func oaAt(t testing.TB, v any, oaKeys ...string) any {
+	t.Helper()
+	for i, k := range oaKeys {
+		m, ok := v.(map[string]any)
+		require.Truef(t, ok, "%s is not an object", strings.Join(oaKeys[:i], "."))
+		v, ok = m[k]
+		require.Truef(t, ok, "no %s", strings.Join(oaKeys[:i+1], "."))
+	}
+	return v
+}
+
+func oaObj(t testing.TB, v any, oaKeys ...string) map[string]any {
+	t.Helper()
+	m, ok := oaAt(t, v, oaKeys...).(map[string]any)
+	require.Truef(t, ok, "%s is not an object", strings.Join(oaKeys, "."))
+	return m
+}
+
+// resolve follows a local $ref ("#/components/schemas/X").
+func oaResolve(t testing.TB, doc map[string]any, ref string) map[string]any {
+	t.Helper()
+	path, ok := strings.CutPrefix(ref, "#/")
+	require.Truef(t, ok, "$ref %q is not local", ref)
+	var oaKeys []string
+	for k := range strings.SplitSeq(path, "/") {
+		oaKeys = append(oaKeys, strings.NewReplacer("~1", "/", "~0", "~").Replace(k))
+	}
+	return oaObj(t, doc, oaKeys...)
+}
+
+// recordSchema finds the record schema of resource name through its list
+// operation: 200 → list envelope → data.items.
+func oaRecord(t testing.TB, doc map[string]any, name string) map[string]any {
+	t.Helper()
+	list := oaObj(t, doc, "paths", "/v1/{scopeId}/"+name, "get")
+	env := oaResolve(t, doc, oaAt(t, list, "responses", "200", "content", "application/json", "schema", "$ref").(string))
+	return oaResolve(t, doc, oaAt(t, env, "properties", "data", "items", "$ref").(string))
+}
+
+// oaResponse returns the response code of an operation's responses,
+// following a $ref to a response component.
+func oaResponse(t testing.TB, doc, responses map[string]any, code string) map[string]any {
+	t.Helper()
+	r := oaObj(t, responses, code)
+	if ref, ok := r["$ref"].(string); ok {
+		return oaResolve(t, doc, ref)
+	}
+	return r
+}
+
+var oaMethods = []string{"get", "post", "patch", "delete"}
+
+func TestOpenAPIDocument(t *testing.T) {
+	raw, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	require.True(t, json.Valid(raw))
+	assert.Equal(t, "3.1.0", doc["openapi"])
+	assert.Equal(t, "Waybill API", oaAt(t, doc, "info", "title"))
+	assert.Equal(t, "v1", oaAt(t, doc, "info", "version"))
+	assert.Equal(t, "/", oaAt(t, doc, "servers").([]any)[0].(map[string]any)["url"])
+	desc := oaAt(t, doc, "info", "description").(string)
+	assert.Contains(t, desc, "`/api/v1` is an alias of every `/v1` path")
+	for _, code := range []string{"invalid_request", "invalid_create", "create_failed", "invalid_update", "unauthorized",
+		"invalid_token", "invalid_token_type", "insufficient_scope", "not_found", "conflict", "payload_too_large", "rate_limited", "server_error"} {
+		assert.Contains(t, desc, "| `"+code+"` |", "the error table lists %s", code)
+	}
+	for path := range oaObj(t, doc, "paths") {
+		assert.False(t, strings.HasPrefix(path, "/api/v1/"), "the alias %s is described in info.description, not as a path", path)
+	}
+
+	t.Run("custom info", func(t *testing.T) {
+		_, doc := openAPIDoc(t, resource.OpenAPIInfo{
+			Title: "TMS", Version: "2026.1", Description: "Our TMS.", ServerURL: "https://tms.test/",
+		})
+		assert.Equal(t, "TMS", oaAt(t, doc, "info", "title"))
+		assert.Equal(t, "2026.1", oaAt(t, doc, "info", "version"))
+		assert.True(t, strings.HasPrefix(oaAt(t, doc, "info", "description").(string), "Our TMS.\n\n## Paths"))
+		flows := oaObj(t, doc, "components", "securitySchemes", "oauth2", "flows")
+		assert.Equal(t, "https://tms.test/auth/v1/oauth/authorize", oaAt(t, flows, "authorizationCode", "authorizationUrl"))
+		assert.Equal(t, "https://tms.test/auth/v1/oauth/token", oaAt(t, flows, "authorizationCode", "tokenUrl"))
+		assert.Equal(t, "https://tms.test/auth/v1/oauth/token", oaAt(t, flows, "authorizationCode", "refreshUrl"))
+		assert.Equal(t, "https://tms.test/auth/v1/oauth/token", oaAt(t, flows, "clientCredentials", "tokenUrl"))
+
+		_, doc = openAPIDoc(t, resource.OpenAPIInfo{TokenURL: "https://auth.test/token", AuthorizationURL: "https://auth.test/authorize"})
+		flows = oaObj(t, doc, "components", "securitySchemes", "oauth2", "flows")
+		assert.Equal(t, "https://auth.test/authorize", oaAt(t, flows, "authorizationCode", "authorizationUrl"))
+		assert.Equal(t, "https://auth.test/token", oaAt(t, flows, "clientCredentials", "tokenUrl"))
+	})
+}
+
+// TestOpenAPIRoutes checks the document against the routes Mount
+// registers: list and get of every resource, and create, update and delete
+// exactly when it is writable.
+func TestOpenAPIRoutes(t *testing.T) {
+	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	mux := http.NewServeMux()
+	openAPIRegistry(t).Mount(mux)
+	paths := oaObj(t, doc, "paths")
+	const scope, id = "0a000000-0000-4000-8000-0000000000a1", "0c000000-0000-4000-8000-00000000000c"
+
+	documented := 0
+	for _, r := range testResources() {
+		for _, p := range []string{"/v1/{scopeId}/" + r.Name, "/v1/{scopeId}/" + r.Name + "/{id}"} {
+			item := oaObj(t, paths, p)
+			collection := !strings.HasSuffix(p, "/{id}")
+			for _, m := range oaMethods {
+				_, inDoc := item[m]
+				want := m == "get" || !r.ReadOnly && (collection == (m == "post"))
+				assert.Equalf(t, want, inDoc, "%s %s documented", strings.ToUpper(m), p)
+				for _, prefix := range []string{"/v1", "/api/v1"} {
+					url := strings.NewReplacer("/v1/", prefix+"/", "{scopeId}", scope, "{id}", id).Replace(p)
+					req := httptest.NewRequest(strings.ToUpper(m), url, nil)
+					_, pattern := mux.Handler(req)
+					mounted := pattern == strings.ToUpper(m)+" "+strings.Replace(p, "/v1/", prefix+"/", 1)
+					assert.Equalf(t, inDoc, mounted, "%s %s: documented %v, mounted as %q", strings.ToUpper(m), url, inDoc, pattern)
+				}
+				if inDoc {
+					documented++
+				}
+			}
+		}
+	}
+	// Every resource path of the document is one of the above.
+	n := 0
+	for p, item := range paths {
+		if strings.HasPrefix(p, "/v1/{scopeId}/") {
+			for _, m := range oaMethods {
+				if _, ok := item.(map[string]any)[m]; ok {
+					n++
+				}
+			}
+		}
+	}
+	assert.Equal(t, documented, n)
+}
+
+// TestOpenAPIOAuthRoutes checks the OAuth part against package oauth: its
+// path constants and the routes its Server mounts.
+func TestOpenAPIOAuthRoutes(t *testing.T) {
+	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	paths := oaObj(t, doc, "paths")
+	want := map[string]string{
+		oauth.PathToken:     "post",
+		oauth.PathEdgeToken: "post",
+		oauth.PathV1Token:   "post",
+		oauth.PathUserToken: "post",
+		oauth.PathApps:      "post",
+		oauth.PathApps + "/{client_id}/rotate-secret": "post",
+		oauth.PathRevoke:     "post",
+		oauth.PathIntrospect: "post",
+		oauth.PathMetadata:   "get",
+		oauth.PathAuthorize:  "get",
+	}
+	mux := http.NewServeMux()
+	(&oauth.Server{}).Mount(mux)
+	for p, m := range want {
+		item := oaObj(t, paths, p)
+		op := oaObj(t, item, m)
+		assert.Equal(t, []any{"OAuth"}, op["tags"], p)
+		url := strings.Replace(p, "{client_id}", "client-1", 1)
+		_, pattern := mux.Handler(httptest.NewRequest(strings.ToUpper(m), url, nil))
+		assert.Equal(t, strings.ToUpper(m)+" "+p, pattern, "oauth.Server mounts %s %s", m, p)
+	}
+	for _, p := range []string{oauth.PathLogin, oauth.PathConsent} {
+		assert.NotContains(t, paths, p, "browser endpoints stay out")
+	}
+
+	token := oaObj(t, paths, oauth.PathToken, "post")
+	content := oaObj(t, token, "requestBody", "content")
+	assert.Contains(t, content, "application/x-www-form-urlencoded")
+	assert.Contains(t, content, "application/json")
+	assert.Equal(t, "#/components/schemas/TokenResponse", oaAt(t, token, "responses", "200", "content", "application/json", "schema", "$ref"))
+	for _, p := range []string{oauth.PathEdgeToken, oauth.PathV1Token} {
+		assert.Equal(t, "#/components/schemas/ClientCredentialsTokenRequest",
+			oaAt(t, paths, p, "post", "requestBody", "content", "application/x-www-form-urlencoded", "schema", "$ref"))
+	}
+	apps := oaObj(t, paths, oauth.PathApps, "post")
+	assert.Equal(t, []any{map[string]any{"userToken": []any{}}}, apps["security"])
+	assert.Equal(t, "bearer", oaAt(t, doc, "components", "securitySchemes", "userToken", "scheme"))
+	user := oaObj(t, paths, oauth.PathUserToken, "post")
+	assert.Equal(t, "grant_type", oaAt(t, user, "parameters").([]any)[0].(map[string]any)["name"])
+}
+
+// schemaType is the expected type and format of a field type.
+var oaTypes = map[query.Type][2]string{
+	query.UUID:      {"string", "uuid"},
+	query.String:    {"string", ""},
+	query.Enum:      {"string", ""},
+	query.Integer:   {"integer", "int64"},
+	query.Number:    {"number", ""},
+	query.Date:      {"string", "date"},
+	query.Timestamp: {"string", "date-time"},
+	query.Boolean:   {"boolean", ""},
+}
+
+func TestOpenAPIRecordSchemas(t *testing.T) {
+	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	reg := openAPIRegistry(t)
+	for _, r := range reg.Resources() {
+		t.Run(r.Name, func(t *testing.T) {
+			s := oaRecord(t, doc, r.Name)
+			props := oaObj(t, s, "properties")
+			var names []string
+			for _, f := range r.AllFields() {
+				names = append(names, f.Name)
+				p := oaObj(t, props, f.Name)
+				want := oaTypes[f.Type]
+				if f.Nullable {
+					assert.Equal(t, []any{want[0], "null"}, p["type"], f.Name)
+				} else {
+					assert.Equal(t, want[0], p["type"], f.Name)
+				}
+				if want[1] != "" {
+					assert.Equal(t, want[1], p["format"], f.Name)
+				} else {
+					assert.NotContains(t, p, "format", f.Name)
+				}
+				if f.Type == query.Enum {
+					values := []any{}
+					for _, v := range f.Values {
+						values = append(values, v)
+					}
+					if f.Nullable {
+						values = append(values, nil)
+					}
+					assert.Equal(t, values, p["enum"], f.Name)
+				}
+				if f.Min != nil {
+					assert.Equal(t, *f.Min, p["minimum"], f.Name)
+				}
+				if f.Max != nil {
+					assert.Equal(t, *f.Max, p["maximum"], f.Name)
+				}
+				assert.Equal(t, !f.Create && !f.Update, p["readOnly"] == true, "%s readOnly", f.Name)
+			}
+			names = append(names, resource.OrganizationColumn)
+			if r.ScopeType != tenancy.Organization {
+				names = append(names, resource.BranchColumn)
+			}
+			assert.Len(t, props, len(names))
+			assert.ElementsMatch(t, names, s["required"], "every column is always present")
+			org := oaObj(t, props, resource.OrganizationColumn)
+			assert.Equal(t, "uuid", org["format"])
+			assert.Equal(t, true, org["readOnly"])
+			if r.ScopeType != tenancy.Organization {
+				branch := oaObj(t, props, resource.BranchColumn)
+				assert.Equal(t, true, branch["readOnly"])
+				if r.ScopeType == tenancy.BranchOrNull {
+					assert.Equal(t, []any{"string", "null"}, branch["type"])
+				} else {
+					assert.Equal(t, "string", branch["type"])
+				}
+			}
+		})
+	}
+}
+
+func TestOpenAPIWriteSchemas(t *testing.T) {
+	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	body := func(path, method string) map[string]any {
+		op := oaObj(t, doc, "paths", path, method)
+		return oaResolve(t, doc, oaAt(t, op, "requestBody", "content", "application/json", "schema", "$ref").(string))
+	}
+	oaKeys := func(m map[string]any) []string {
+		var ks []string
+		for k := range m {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		return ks
+	}
+	readOnly := func(s map[string]any) []string {
+		var ks []string
+		for k, p := range oaObj(t, s, "properties") {
+			if p.(map[string]any)["readOnly"] == true {
+				ks = append(ks, k)
+			}
+		}
+		sort.Strings(ks)
+		return ks
+	}
+
+	t.Run("quotations", func(t *testing.T) {
+		writable := []string{"account_id", "quotation_date", "status", "total_packages", "total_weight_kg", "valid_until"}
+		create := body("/v1/{scopeId}/quotations", "post")
+		assert.Equal(t, writable, oaKeys(oaObj(t, create, "properties")))
+		assert.ElementsMatch(t, []any{"account_id", "quotation_date", "valid_until"}, create["required"])
+		assert.Equal(t, false, create["additionalProperties"])
+		update := body("/v1/{scopeId}/quotations/{id}", "patch")
+		assert.Equal(t, writable, oaKeys(oaObj(t, update, "properties")))
+		assert.NotContains(t, update, "required")
+		assert.Equal(t, false, update["additionalProperties"])
+		assert.Equal(t, []any{"integer", "null"}, oaAt(t, create, "properties", "total_packages", "type"))
+		assert.Equal(t, 0.0, oaAt(t, create, "properties", "total_packages", "minimum"))
+		assert.Equal(t, "date", oaAt(t, create, "properties", "valid_until", "format"))
+		assert.Contains(t, oaAt(t, create, "properties", "account_id", "description"), "accounts of the record's branch")
+
+		record := oaRecord(t, doc, "quotations")
+		assert.Equal(t, []string{"branch_id", "created_at", "id", "organization_id", "quotation_number", "updated_at"}, readOnly(record))
+		assert.Equal(t, []any{"id", "quotation_number", "account_id", "quotation_date", "valid_until", "status",
+			"total_weight_kg", "total_packages", "created_at", "updated_at", "organization_id", "branch_id"}, record["required"])
+	})
+
+	t.Run("accounts", func(t *testing.T) {
+		writable := []string{"account_type", "comment", "company_name", "email", "status"}
+		create := body("/v1/{scopeId}/accounts", "post")
+		assert.Equal(t, writable, oaKeys(oaObj(t, create, "properties")))
+		assert.ElementsMatch(t, []any{"company_name", "account_type"}, create["required"])
+		assert.Equal(t, 200.0, oaAt(t, create, "properties", "company_name", "maxLength"))
+		assert.Equal(t, 1000.0, oaAt(t, create, "properties", "email", "maxLength"), "String fields default to 1000 characters")
+		assert.Equal(t, []any{"string", "null"}, oaAt(t, create, "properties", "comment", "type"))
+		assert.Equal(t, "string", oaAt(t, create, "properties", "company_name", "type"))
+		assert.Equal(t, []any{"active", "inactive", "blocked"}, oaAt(t, create, "properties", "status", "enum"))
+		update := body("/v1/{scopeId}/accounts/{id}", "patch")
+		assert.Equal(t, writable, oaKeys(oaObj(t, update, "properties")))
+		assert.NotContains(t, update, "required")
+
+		record := oaRecord(t, doc, "accounts")
+		assert.Equal(t, []string{"branch_id", "created_at", "id", "organization_id", "updated_at"}, readOnly(record))
+		assert.Equal(t, []any{"string", "null"}, oaAt(t, record, "properties", "email", "type"))
+	})
+
+	t.Run("read-only resources have no write schemas", func(t *testing.T) {
+		schemas := oaObj(t, doc, "components", "schemas")
+		assert.Contains(t, schemas, "Branch")
+		assert.NotContains(t, schemas, "BranchCreate")
+		assert.NotContains(t, schemas, "BranchUpdate")
+		assert.Contains(t, oaAt(t, doc, "paths", "/v1/{scopeId}/branches", "get", "description"), "405 `method_not_allowed`")
+	})
+}
+
+func TestOpenAPIOperations(t *testing.T) {
+	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	resources := map[string]*resource.Resource{}
+	for _, r := range openAPIRegistry(t).Resources() {
+		resources[r.Name] = r
+	}
+	scopes := oaObj(t, doc, "components", "securitySchemes", "oauth2", "flows", "clientCredentials", "scopes")
+	ids := map[string]string{}
+	for path, item := range oaObj(t, doc, "paths") {
+		for _, m := range oaMethods {
+			v, ok := item.(map[string]any)[m]
+			if !ok {
+				continue
+			}
+			op := v.(map[string]any)
+			where := strings.ToUpper(m) + " " + path
+			id, _ := op["operationId"].(string)
+			require.NotEmpty(t, id, where)
+			if other, dup := ids[id]; dup {
+				t.Errorf("operationId %s of %s is also %s's", id, where, other)
+			}
+			ids[id] = where
+			assert.NotEmpty(t, op["summary"], where)
+			require.Contains(t, op, "security", where)
+			responses := oaObj(t, op, "responses")
+			hasSuccess := false
+			for code := range responses {
+				hasSuccess = hasSuccess || code[0] == '2'
+			}
+			assert.True(t, hasSuccess, "%s has a success response", where)
+
+			rest, ok := strings.CutPrefix(path, "/v1/{scopeId}/")
+			if !ok {
+				continue
+			}
+			r := resources[strings.TrimSuffix(rest, "/{id}")]
+			require.NotNil(t, r, where)
+			scope := r.ReadScope()
+			if m != "get" {
+				scope = r.WriteScope()
+			}
+			assert.Equal(t, []any{map[string]any{"oauth2": []any{scope}}}, op["security"], where)
+			assert.Contains(t, scopes, scope)
+			assert.Contains(t, op["description"], scope, where)
+			assert.Contains(t, op["description"], "`{scopeId}` is", where)
+			for _, code := range []string{"401", "403", "404", "429", "500"} {
+				resp := oaResponse(t, doc, responses, code)
+				assert.Equal(t, "#/components/schemas/Error", oaAt(t, resp, "content", "application/json", "schema", "$ref"), "%s %s", where, code)
+			}
+			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "401"), "headers"), "WWW-Authenticate")
+			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "403"), "headers"), "WWW-Authenticate")
+			assert.Subset(t, oaKeys(oaObj(t, oaResponse(t, doc, responses, "429"), "headers")), []string{"Retry-After", "RateLimit-Policy", "RateLimit"})
+			switch m {
+			case "post":
+				assert.Contains(t, oaObj(t, responses, "201", "headers"), "Location", where)
+				assert.Contains(t, oaResponse(t, doc, responses, "413")["description"], "`payload_too_large`", where)
+				for _, c := range []string{"invalid_request", "invalid_create", "create_failed"} {
+					assert.Contains(t, oaAt(t, responses, "400", "description"), "`"+c+"`", where)
+				}
+			case "patch":
+				assert.Contains(t, oaResponse(t, doc, responses, "413")["description"], "`payload_too_large`", where)
+				assert.Contains(t, oaAt(t, responses, "400", "description"), "`invalid_update`", where)
+			case "delete":
+				assert.Contains(t, oaResponse(t, doc, responses, "409")["description"], "`conflict`", where)
+			}
+		}
+	}
+	for _, id := range []string{"listQuotations", "getQuotation", "createQuotation", "updateQuotation", "deleteQuotation",
+		"listBranches", "getBranch", "listZones", "requestToken"} {
+		assert.Contains(t, ids, id)
+	}
+	assert.NotContains(t, ids, "createBranch")
+	for _, r := range resources {
+		assert.Contains(t, scopes, r.ReadScope())
+		if !r.ReadOnly {
+			assert.Contains(t, scopes, r.WriteScope())
+		}
+	}
+	assert.Equal(t, "Read quotations", scopes["svc:quotations:read"])
+}
+
+func oaKeys(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+func TestOpenAPIListParameters(t *testing.T) {
+	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	params := map[string]map[string]any{}
+	for _, p := range oaAt(t, doc, "paths", "/v1/{scopeId}/quotations", "get", "parameters").([]any) {
+		params[p.(map[string]any)["name"].(string)] = p.(map[string]any)
+	}
+	require.Len(t, params, 4)
+	assert.Equal(t, map[string]any{"type": "integer", "minimum": 1.0, "maximum": float64(query.MaxLimit), "default": 50.0}, params["limit"]["schema"])
+	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "default"))
+	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "minimum"))
+	for _, name := range []string{"sort", "filter"} {
+		assert.Equal(t, "form", params[name]["style"])
+		assert.Equal(t, true, params[name]["explode"])
+		assert.Equal(t, "array", oaAt(t, params[name], "schema", "type"))
+	}
+	sortDesc := params["sort"]["description"].(string)
+	assert.Contains(t, sortDesc, "`quotation_date`")
+	assert.Contains(t, sortDesc, "`id` is always appended")
+	assert.Contains(t, sortDesc, "`created_at:desc`")
+	filter := params["filter"]["description"].(string)
+	assert.Contains(t, filter, "- `status` (enum: one of draft, sent, accepted, rejected, expired, cancelled): eq, ne, in, isnull")
+	assert.Contains(t, filter, "- `total_weight_kg` (number: a decimal number): eq, ne, in, gt, gte, lt, lte, isnull")
+	assert.Contains(t, filter, "- `quotation_number` (string: text): eq, ne, in, like, ilike, isnull")
+	assert.Contains(t, filter, "first two colons")
+	assert.Contains(t, filter, "`%` is the only wildcard")
+	assert.Contains(t, filter, "double quotes")
+
+	// The scopeId of each scope type says what it names.
+	scopeID := func(name string) string {
+		return oaAt(t, doc, "paths", "/v1/{scopeId}/"+name, "parameters").([]any)[0].(map[string]any)["description"].(string)
+	}
+	assert.Contains(t, scopeID("vehicles"), "organization's UUID")
+	assert.Contains(t, scopeID("quotations"), "A branch UUID")
+	assert.Contains(t, scopeID("zones"), "organization-wide records")
+
+	t.Run("a resource's own max limit", func(t *testing.T) {
+		reg := &resource.Registry{}
+		require.NoError(t, reg.Register(&resource.Resource{Name: "parcels", ScopeType: tenancy.Organization, MaxLimit: 20, DefaultSort: "id:asc"}))
+		raw, err := reg.OpenAPI(resource.OpenAPIInfo{})
+		require.NoError(t, err)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(raw, &doc))
+		limit := oaAt(t, doc, "paths", "/v1/{scopeId}/parcels", "get", "parameters").([]any)[0].(map[string]any)
+		assert.Equal(t, map[string]any{"type": "integer", "minimum": 1.0, "maximum": 20.0, "default": 20.0}, limit["schema"])
+	})
+}
+
+// TestOpenAPIRefs checks that every $ref, and every discriminator mapping,
+// names a component that exists.
+func TestOpenAPIRefs(t *testing.T) {
+	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				switch k {
+				case "$ref":
+					oaResolve(t, doc, e.(string))
+					n++
+				case "mapping":
+					for _, r := range e.(map[string]any) {
+						oaResolve(t, doc, r.(string))
+						n++
+					}
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(doc)
+	assert.Greater(t, n, 100)
+}
+
+func TestOpenAPIDeterministic(t *testing.T) {
+	a, _ := openAPIDoc(t, resource.OpenAPIInfo{})
+	b, _ := openAPIDoc(t, resource.OpenAPIInfo{})
+	require.Equal(t, a, b)
+	reg := openAPIRegistry(t)
+	c, err := reg.OpenAPI(resource.OpenAPIInfo{})
+	require.NoError(t, err)
+	d, err := reg.OpenAPI(resource.OpenAPIInfo{})
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(a, c) && bytes.Equal(c, d))
+	assert.NotContains(t, string(a), `\u003c`, "no HTML escaping")
+}
+
+func TestOpenAPINameClash(t *testing.T) {
+	reg := &resource.Registry{}
+	require.NoError(t, reg.Register(
+		&resource.Resource{Name: "boxes", ScopeType: tenancy.Organization},
+		&resource.Resource{Name: "box", ScopeType: tenancy.Organization},
+	))
+	_, err := reg.OpenAPI(resource.OpenAPIInfo{})
+	require.ErrorContains(t, err, "Box")
+}
+
+func TestOpenAPIHandler(t *testing.T) {
+	reg := openAPIRegistry(t)
+	want, err := reg.OpenAPI(resource.OpenAPIInfo{})
+	require.NoError(t, err)
+	srv := httptest.NewServer(reg.OpenAPIHandler(resource.OpenAPIInfo{}))
+	t.Cleanup(srv.Close)
+
+	get := func(method string, header http.Header) (*http.Response, []byte) {
+		req, err := http.NewRequest(method, srv.URL, nil)
+		require.NoError(t, err)
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res, body
+	}
+
+	// The first requests race to build the document.
+	var wg sync.WaitGroup
+	bodies := make([][]byte, 8)
+	for i := range bodies {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			res, err := http.DefaultClient.Do(req)
+			if err == nil {
+				bodies[i], _ = io.ReadAll(res.Body)
+				res.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	for _, b := range bodies {
+		assert.Equal(t, want, b)
+	}
+
+	res, body := get(http.MethodGet, nil)
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "application/json", res.Header.Get("Content-Type"))
+	assert.Equal(t, want, body)
+	etag := res.Header.Get("ETag")
+	require.NotEmpty(t, etag)
+
+	res, body = get(http.MethodHead, nil)
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Empty(t, body)
+
+	res, _ = get(http.MethodGet, http.Header{"If-None-Match": {etag}})
+	assert.Equal(t, http.StatusNotModified, res.StatusCode)
+
+	res, body = get(http.MethodPost, nil)
+	assert.Equal(t, http.StatusMethodNotAllowed, res.StatusCode)
+	assert.Equal(t, "GET, HEAD", res.Header.Get("Allow"))
+	assert.Contains(t, string(body), `"method_not_allowed"`)
+}
+
+// TestWriteOpenAPI writes the document of the test resources to the file
+// that WAYBILL_OPENAPI_OUT names, for .ci/run to lint with Redocly.
+func TestWriteOpenAPI(t *testing.T) {
+	out := os.Getenv("WAYBILL_OPENAPI_OUT")
+	if out == "" {
+		t.Skip("set WAYBILL_OPENAPI_OUT to a file to write the OpenAPI document of the test resources to it")
+	}
+	raw, _ := openAPIDoc(t, resource.OpenAPIInfo{})
+	require.NoError(t, os.WriteFile(out, raw, 0o644))
+}
+
+// ExampleRegistry_OpenAPI describes a registry's resources in an OpenAPI
+// 3.1 document; OpenAPIHandler serves the same document.
+func ExampleRegistry_OpenAPI() {
+	reg := &resource.Registry{} // no database is needed for the document
+	err := reg.Register(&resource.Resource{
+		Name: "parcels", ScopeType: tenancy.Branch,
+		Fields: []resource.Field{
+			{Name: "label", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	raw, err := reg.OpenAPI(resource.OpenAPIInfo{Title: "Parcels", ServerURL: "https://parcels.test"})
+	if err != nil {
+		panic(err)
+	}
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		panic(err)
+	}
+	fmt.Println(doc.OpenAPI)
+	var ops []string
+	for path, item := range doc.Paths {
+		if strings.Contains(path, "parcels") {
+			for method, raw := range item {
+				var op struct {
+					OperationID string `json:"operationId"`
+				}
+				if slices.Contains(oaMethods, method) && json.Unmarshal(raw, &op) == nil {
+					ops = append(ops, op.OperationID)
+				}
+			}
+		}
+	}
+	sort.Strings(ops)
+	fmt.Println(strings.Join(ops, " "))
+	// Output:
+	// 3.1.0
+	// createParcel deleteParcel getParcel listParcels updateParcel
+}
