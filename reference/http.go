@@ -23,6 +23,7 @@ func newHandler(db *sql.DB, tokens *oauth.Server, api *resource.Registry) http.H
 	tokens.Mount(mux)
 	if api != nil {
 		api.Mount(mux)
+		mountOpenAPI(mux, api, tokens.Issuer)
 	}
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))

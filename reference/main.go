@@ -90,6 +90,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runMigrate(ctx, rest, getenv, stdout)
 	case "admin":
 		return runAdmin(ctx, rest, getenv, stdout)
+	case "openapi":
+		return runOpenAPI(rest, getenv, stdout)
 	case "help", "-h", "-help", "--help":
 		printUsage(stdout)
 		return nil
@@ -99,7 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // commands lists the commands that run knows.
-var commands = []string{"serve", "migrate", "admin", "help"}
+var commands = []string{"serve", "migrate", "admin", "openapi", "help"}
 
 // usage is the text of "waybill help".
 const usage = `Usage: waybill <command> [flags]
@@ -110,7 +112,8 @@ transport management system.
 Commands:
   serve    run the HTTP server (flags: waybill serve -h)
   migrate  migrate the database and print {"applied":[versions]}
-  admin    create organizations, branches and users (waybill admin -h)
+  admin    create organizations, branches, users and apps (waybill admin -h)
+  openapi  print the OpenAPI 3.1 document of the API (also served at /v1/openapi.json)
   help     print this help
 
 With no command, waybill runs "waybill serve --demo".

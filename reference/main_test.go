@@ -264,7 +264,7 @@ func TestRunErrors(t *testing.T) {
 		env     map[string]string
 		wantErr string
 	}{
-		{"unknown command", []string{"bogus"}, nil, `unknown command "bogus"; commands: serve, migrate, admin, help`},
+		{"unknown command", []string{"bogus"}, nil, `unknown command "bogus"; commands: serve, migrate, admin, openapi, help`},
 		{"flag without command", []string{"--addr", "x"}, nil, `unknown command "--addr"`},
 		{"unknown flag", []string{"serve", "--bogus"}, nil, "serve: flag provided but not defined: -bogus"},
 		{"positional argument", []string{"serve", "extra"}, nil, `serve: unexpected argument "extra"`},

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -622,17 +621,6 @@ func TestOpenAPIHandler(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, res.StatusCode)
 	assert.Equal(t, "GET, HEAD", res.Header.Get("Allow"))
 	assert.Contains(t, string(body), `"method_not_allowed"`)
-}
-
-// TestWriteOpenAPI writes the document of the test resources to the file
-// that WAYBILL_OPENAPI_OUT names, for .ci/run to lint with Redocly.
-func TestWriteOpenAPI(t *testing.T) {
-	out := os.Getenv("WAYBILL_OPENAPI_OUT")
-	if out == "" {
-		t.Skip("set WAYBILL_OPENAPI_OUT to a file to write the OpenAPI document of the test resources to it")
-	}
-	raw, _ := openAPIDoc(t, resource.OpenAPIInfo{})
-	require.NoError(t, os.WriteFile(out, raw, 0o644))
 }
 
 // ExampleRegistry_OpenAPI describes a registry's resources in an OpenAPI
