@@ -406,16 +406,26 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-func (s *Server) revoke(r *http.Request) error {
+// clientRequest reads the parameters of a request that must authenticate
+// its client (revocation, introspection) and authenticates it.
+func (s *Server) clientRequest(r *http.Request) (url.Values, *App, error) {
 	form, err := readParams(r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	client, err := readClient(r, form)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	app, err := s.AuthenticateClient(r.Context(), client.id, client.secret, client.scheme)
+	if err != nil {
+		return nil, nil, err
+	}
+	return form, app, nil
+}
+
+func (s *Server) revoke(r *http.Request) error {
+	form, app, err := s.clientRequest(r)
 	if err != nil {
 		return err
 	}
@@ -471,15 +481,8 @@ type Introspection struct {
 }
 
 func (s *Server) introspect(r *http.Request) (*Introspection, error) {
-	form, err := readParams(r)
+	form, _, err := s.clientRequest(r)
 	if err != nil {
-		return nil, err
-	}
-	client, err := readClient(r, form)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.AuthenticateClient(r.Context(), client.id, client.secret, client.scheme); err != nil {
 		return nil, err
 	}
 	token := form.Get("token")

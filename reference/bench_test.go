@@ -177,20 +177,7 @@ func benchStack(b *testing.B, d benchData, parallel bool) {
 			b.Fatalf("%d %s", rec.Code, rec.Body.String())
 		}
 	}
-	b.ReportAllocs()
-	start := time.Now()
-	if parallel {
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				one()
-			}
-		})
-	} else {
-		for b.Loop() {
-			one()
-		}
-	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	measure(b, parallel, one)
 }
 
 func benchFloor(b *testing.B, d benchData, parallel bool) {
@@ -225,6 +212,12 @@ func benchFloor(b *testing.B, d benchData, parallel bool) {
 			b.Fatalf("rows %d total %d: %v", n, total, rows.Err())
 		}
 	}
+	measure(b, parallel, one)
+}
+
+// measure runs one request per iteration, in parallel on every core or
+// one after another, and reports requests per second besides ns/op.
+func measure(b *testing.B, parallel bool, one func()) {
 	b.ReportAllocs()
 	start := time.Now()
 	if parallel {

@@ -262,6 +262,13 @@ func (g *demoGenerator) seed(ctx context.Context, tx *sql.Tx, info *demoInfo, pa
 		return err
 	}
 
+	g.records(w, org, north, south)
+	return w.err
+}
+
+// records writes the demo records of every writable resource for the
+// organization and its two branches.
+func (g *demoGenerator) records(w *demoWriter, org string, north, south *demoBranch) {
 	vehicles := g.vehicles(w, org)
 	g.pricing(w, org, north, south)
 	for i, b := range []*demoBranch{north, south} {
@@ -273,7 +280,6 @@ func (g *demoGenerator) seed(ctx context.Context, tx *sql.Tx, info *demoInfo, pa
 		g.shipments(w, org, b, orders)
 		g.invoices(w, org, b, orders)
 	}
-	return w.err
 }
 
 // user creates the demo user as an admin of org, or makes an existing user

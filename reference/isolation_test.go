@@ -49,17 +49,7 @@ func seedTenant(t *testing.T, db *sql.DB, d migrate.Dialect, name string, seed u
 	require.NoError(t, w.err)
 	require.NoError(t, seedMasterData(ctx, tx, org))
 	require.NoError(t, insertUser(ctx, tx, newID(), strings.ToLower(name)+"@iso.test", dummyPasswordHash, []string{org}, false))
-	vehicles := g.vehicles(w, org)
-	g.pricing(w, org, north, south)
-	for i, b := range []*demoBranch{north, south} {
-		g.accounts(w, org, b, i)
-		g.projects(w, org, b)
-		g.quotations(w, org, b)
-		orders := g.orders(w, org, b)
-		g.trips(w, org, b, vehicles)
-		g.shipments(w, org, b, orders)
-		g.invoices(w, org, b, orders)
-	}
+	g.records(w, org, north, south)
 	require.NoError(t, w.err)
 	require.NoError(t, tx.Commit())
 	return isoTenant{org: org, branches: []string{north.id, south.id}}

@@ -190,20 +190,8 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, err)
 		return
 	}
-	coversAll, err := h.coversAll(r.Context(), t)
-	if err != nil {
-		apierrors.Write(w, r, err)
-		return
-	}
 	var vals []any
-	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
-		current, err := h.find(r.Context(), tx, t, id, true)
-		if err != nil {
-			return err
-		}
-		if err := h.mayChange(coversAll, current); err != nil {
-			return err
-		}
+	err = h.change(r.Context(), t, id, func(tx *sql.Tx, current []any) error {
 		if len(changes) == 0 {
 			vals = current
 			return nil
@@ -217,6 +205,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		if err := h.checkReferences(r.Context(), tx, t, h.branchOf(current), wr.Changes, apierrors.InvalidUpdate); err != nil {
 			return err
 		}
+		var err error
 		vals, err = h.updateRow(r.Context(), tx, t, id, wr.Changes)
 		return err
 	})
@@ -235,26 +224,15 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, h.notFound())
 		return
 	}
-	coversAll, err := h.coversAll(r.Context(), t)
-	if err != nil {
-		apierrors.Write(w, r, err)
-		return
-	}
 	var vals []any
-	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
-		current, err := h.find(r.Context(), tx, t, id, true)
-		if err != nil {
-			return err
-		}
-		if err := h.mayChange(coversAll, current); err != nil {
-			return err
-		}
+	err := h.change(r.Context(), t, id, func(tx *sql.Tx, current []any) error {
 		if hook := h.resource.Hooks.BeforeDelete; hook != nil {
 			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect()}
 			if err := hook(r.Context(), tx, wr); err != nil {
 				return err
 			}
 		}
+		var err error
 		vals, err = h.deleteRow(r.Context(), tx, t, id)
 		return err
 	})
@@ -266,6 +244,26 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)
+}
+
+// change runs f in a transaction on the record with id of the tenant,
+// selected and locked: the common part of PATCH and DELETE. No such record
+// is 404; an organization-wide record that the token may not change is 403.
+func (h *handlers) change(ctx context.Context, t tenancy.Tenant, id string, f func(tx *sql.Tx, current []any) error) error {
+	coversAll, err := h.coversAll(ctx, t)
+	if err != nil {
+		return err
+	}
+	return h.inTx(ctx, func(tx *sql.Tx) error {
+		current, err := h.find(ctx, tx, t, id, true)
+		if err != nil {
+			return err
+		}
+		if err := h.mayChange(coversAll, current); err != nil {
+			return err
+		}
+		return f(tx, current)
+	})
 }
 
 // coversAll reports, for a branch-or-null resource, whether the token
