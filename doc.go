@@ -37,21 +37,21 @@
 //     with its schema, migrations, resource declarations and consent UI. The
 //     packages never import it.
 //
-// Packages never import reference/. oauth, tenancy, ratelimit, resource and
-// examples/ are being built; errors and query exist, and the reference
-// server so far answers only its health check.
+// Packages never import reference/, and query stands alone. examples/ is
+// planned; every other package is in place.
 //
 // # How a request flows
 //
 // A call to the REST API, GET /v1/{scopeId}/{resource}?filter=..., passes
 // through the packages in this order:
 //
-//  1. ratelimit checks the caller's quota and answers 429 rate_limited with
-//     Retry-After when it is spent.
-//  2. tenancy verifies the bearer token (401 unauthorized or invalid_token,
+//  1. tenancy verifies the bearer token (401 unauthorized or invalid_token,
 //     403 invalid_token_type or insufficient_scope), resolves {scopeId} to an
 //     organization or branch of the token's organization (404 not_found for
 //     anything else) and stores that tenant in the context.
+//  2. ratelimit checks the organization's quota and answers 429 rate_limited
+//     with Retry-After when it is spent (the token endpoints are limited per
+//     client instead, before any of this).
 //  3. resource finds the resource's declaration and checks the body of a
 //     write against its whitelists.
 //  4. query parses the list parameters against the resource's whitelist (400
