@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -17,8 +18,30 @@ const readyTimeout = 2 * time.Second
 // newHandler returns the server's routes over db: the token service, the
 // API of api (when not nil), and the probes. Every response that is not a
 // success has the API error shape of package errors, including those for
-// routes that do not exist.
+// routes that do not exist. It has neither rate limits nor metrics; serve
+// adds them with newHandlerWith.
 func newHandler(db *sql.DB, tokens *oauth.Server, api *resource.Registry) http.Handler {
+	return newHandlerWith(db, tokens, api, handlerOptions{})
+}
+
+// handlerOptions are what serve adds around the routes of newHandler. The
+// zero value adds nothing.
+type handlerOptions struct {
+	// Limits puts the edge and token limits in front of their routes (see
+	// rateLimits.Wrap). The REST limit is not here: it is the registry's
+	// Middleware, set before the API is mounted (see rateLimits.REST).
+	Limits *rateLimits
+	// Metrics records every request, rate-limited ones included, and is
+	// served at GET /metrics.
+	Metrics *metrics
+	// Logger receives the errors of the metrics handler; nil means
+	// slog.Default.
+	Logger *slog.Logger
+}
+
+// newHandlerWith returns the routes of newHandler with what opts adds: from
+// the outside in, metrics, the edge and token limits, and the mux.
+func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, opts handlerOptions) http.Handler {
 	mux := http.NewServeMux()
 	tokens.Mount(mux)
 	if api != nil {
@@ -29,9 +52,25 @@ func newHandler(db *sql.DB, tokens *oauth.Server, api *resource.Registry) http.H
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))
 	mux.Handle("GET /readyz", handleReadyz(db))
 	mux.Handle("/readyz", methodNotAllowed(http.MethodGet, http.MethodHead))
+	if opts.Metrics != nil {
+		logger := opts.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		mux.Handle("GET "+pathMetrics, opts.Metrics.handler(logger))
+		mux.Handle(pathMetrics, methodNotAllowed(http.MethodGet, http.MethodHead))
+	}
 	// The catch-all: without it ServeMux would answer in plain text.
 	mux.HandleFunc("/", handleNotFound)
-	return mux
+
+	var h http.Handler = mux
+	if opts.Limits != nil {
+		h = opts.Limits.Wrap(h)
+	}
+	if opts.Metrics != nil {
+		h = opts.Metrics.instrument(mux, h)
+	}
+	return h
 }
 
 // handleHealthz is the liveness probe: 200 {"status":"ok"} while the process

@@ -20,6 +20,15 @@
 //	--addr 127.0.0.1:8080    address to listen on (WAYBILL_ADDR); port 0 picks a free port
 //	--database-url URL       the database (WAYBILL_DATABASE_URL), default sqlite://waybill.db
 //	--demo                   seed demo data (WAYBILL_DEMO)
+//	--rate-rest N            requests per minute of each organization to the REST API (default 1000)
+//	--rate-edge N            requests per minute of each app to /functions/v1/* (default 100)
+//	--rate-token N           requests per minute of each client_id to the token endpoints (default 30)
+//	--redis-url URL          keep the rate limits in Redis, shared by the replicas (default: in process)
+//	--redis-prefix PREFIX    prefix of the rate limits' Redis keys (default waybill:rl:)
+//
+// A rate of 0 disables that limit. When Redis does not answer, requests pass
+// unlimited; each failure is logged (at most one line per 10 s) and counted.
+// "waybill serve -h" lists every flag.
 //
 // Database URLs are postgres://... or postgresql://... (any pgx URL) or
 // sqlite://PATH, PATH relative to the working directory or absolute when it
@@ -28,15 +37,14 @@
 //
 // serve logs JSON lines to stderr, prints "waybill listening on http://ADDR"
 // to stdout once it listens, and shuts down gracefully on SIGTERM or SIGINT.
-// So far it answers GET /healthz (liveness), GET /readyz (200 while the
-// database answers, else 503) and, for every other route, 404 not_found.
+// Besides the API and the token service it answers GET /healthz (liveness),
+// GET /readyz (200 while the database answers, else 503) and GET /metrics
+// (Prometheus: requests by route, method and code, their durations, rate
+// limit refusals and errors, Go and process metrics).
 // The admin commands print one JSON object on stdout; on error they print a
 // message on stderr and exit 1.
 //
-// SPEC section 7 describes the whole binary. Not built yet: serve's
-// --redis-url, --issuer, --jwt-secret and --rate-* flags, the demo seed
-// behind --demo (accepted now, and noted in the log), and
-// "waybill admin app create|rotate-secret".
+// SPEC section 7 describes the whole binary.
 package main
 
 import (
@@ -50,6 +58,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // main is thin: it sets up signals and the default logger, then hands over to
@@ -65,7 +75,12 @@ func main() {
 
 	// The errors package, and anything else that logs without being handed
 	// a logger, writes to slog.Default: give it the same JSON lines.
-	slog.SetDefault(newLogger(os.Stderr))
+	logger := newLogger(os.Stderr)
+	slog.SetDefault(logger)
+	// go-redis logs each failed dial on its own process-wide logger, in
+	// plain text: a line per request while Redis is down. Send those lines
+	// to ours, at debug level; the rate limits log the outage themselves.
+	redis.SetLogger(redisLogger{logger})
 
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
@@ -123,6 +138,10 @@ Database URLs: postgres://... (any pgx URL) or sqlite://PATH, relative to
 the working directory or absolute with a leading / (sqlite:///var/lib/w.db);
 the default is sqlite://waybill.db. Every command that opens a database
 migrates it first.
+
+serve limits requests per minute (--rate-rest, --rate-edge, --rate-token; 0
+disables one), in process or, with --redis-url, across the replicas sharing
+that Redis, and serves Prometheus metrics at GET /metrics.
 `
 
 // printUsage writes the help text to w.

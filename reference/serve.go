@@ -44,6 +44,9 @@ type serveConfig struct {
 	// JWTPreviousSecret still verifies the tokens of the secret before
 	// JWTSecret, during a rotation.
 	JWTPreviousSecret string
+	// Limits configures the rate limits (--rate-*, --redis-url); its zero
+	// value is the defaults of SPEC section 6, in process.
+	Limits limitsConfig
 }
 
 // parseServeFlags parses the serve command's flags from args and their
@@ -58,6 +61,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.StringVar(&cfg.Issuer, "issuer", "", "issuer `URL` of the tokens and base of the OAuth endpoints (default http://ADDR)")
 	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
 	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
+	limitsFlags(fs, &cfg.Limits)
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
 	}
@@ -123,9 +127,21 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		_ = ln.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
+	metrics := newMetrics()
+	limits, err := newRateLimits(ctx, cfg.Limits, metrics, logger)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer func() {
+		if err := limits.Close(); err != nil {
+			logger.Error("close rate limiter", "error", err.Error())
+		}
+	}()
+	api.Middleware = limits.REST()
 
 	srv := &http.Server{
-		Handler:           newHandler(db, tokens, api),
+		Handler:           newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

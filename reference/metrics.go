@@ -1,0 +1,162 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// pathMetrics is where the server serves its metrics.
+const pathMetrics = "/metrics"
+
+// metrics are the Prometheus metrics of one server, on a registry of its
+// own (never the global default one, so that two servers in one process,
+// as in the tests, do not share or clash):
+//
+//	http_requests_total{route, method, code}         requests answered
+//	http_request_duration_seconds{route, method}     how long they took
+//	waybill_ratelimit_rejected_total{limit}          requests refused 429 by a limit
+//	waybill_ratelimit_errors_total{limit}            limiter failures, requests let through
+//
+// and the collectors of the Go runtime (go_*) and the process (process_*).
+//
+// Every label is bounded: route is the ServeMux pattern that served the
+// request ("GET /v1/{scopeId}/orders", "/" for the catch-all), never the
+// path, which holds ids; method is one of the standard methods or "OTHER";
+// code is the status code.
+type metrics struct {
+	registry      *prometheus.Registry
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	limitRejected *prometheus.CounterVec
+	limitErrors   *prometheus.CounterVec
+}
+
+// newMetrics returns the metrics of a server, registered on a new registry.
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total",
+			Help: "HTTP requests answered, by route (the ServeMux pattern), method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_request_duration_seconds",
+			Help:    "Time from the start of a request's handling until its handler returned, by route and method.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "method"}),
+		limitRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waybill_ratelimit_rejected_total",
+			Help: "Requests refused with 429 rate_limited, by limit (rest, edge, token).",
+		}, []string{"limit"}),
+		limitErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waybill_ratelimit_errors_total",
+			Help: "Failures of the rate limiter (Redis unreachable), by limit; the requests passed unlimited.",
+		}, []string{"limit"}),
+	}
+	m.registry.MustRegister(
+		m.requests, m.duration, m.limitRejected, m.limitErrors,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// initLimit makes the counters of the limit name exist from the start, at
+// 0, so that a rate over them is defined before the first event.
+func (m *metrics) initLimit(name string) {
+	m.limitRejected.WithLabelValues(name)
+	m.limitErrors.WithLabelValues(name)
+}
+
+// handler serves the metrics in the Prometheus exposition formats. Errors
+// of gathering are logged to logger.
+func (m *metrics) handler(logger *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
+		Registry: m.registry, // counts its own errors in promhttp_metric_handler_errors_total
+	})
+}
+
+// instrument records every request that next serves. next is, or wraps,
+// mux: the route is the pattern mux set on the request (r.Pattern, read
+// after next returns) or, for a request answered before mux saw it (a 429
+// of the edge and token limits), the pattern mux would have chosen.
+func (m *metrics) instrument(mux *http.ServeMux, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		elapsed := time.Since(start)
+
+		route := r.Pattern
+		if route == "" {
+			_, route = mux.Handler(r)
+		}
+		if route == "" {
+			route = "other" // a redirect to the clean path, say
+		}
+		method := methodLabel(r.Method)
+		m.requests.WithLabelValues(route, method, strconv.Itoa(sw.code())).Inc()
+		m.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+	})
+}
+
+// methodLabel returns method when it is one of the methods of RFC 9110 or
+// PATCH, else "OTHER": a client chooses the method, and a label must not
+// take any value it likes.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "OTHER"
+}
+
+// statusWriter remembers the status code of the response it writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status int // 0 until the header is written
+}
+
+// WriteHeader records the first final status code and writes it.
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write writes the header, 200 unless set, and b.
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes the response, when the underlying writer can.
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// code returns the status code of the response: 200 when the handler wrote
+// nothing, as net/http then sends.
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}

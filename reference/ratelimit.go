@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/ratelimit"
+	redislimit "github.com/waybillhq/waybill/ratelimit/redis"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// The rate limits of SPEC section 6: their names, which the RateLimit
+// headers and the metrics carry, and their default quotas per minute.
+const (
+	limitREST  = "rest"
+	limitEdge  = "edge"
+	limitToken = "token"
+
+	defaultRateREST  = 1000
+	defaultRateEdge  = 100
+	defaultRateToken = 30
+
+	// rateWindow is the window of every limit: the quotas are per minute.
+	rateWindow = time.Minute
+)
+
+// edgePrefix starts the paths of the edge functions, limited by "edge".
+const edgePrefix = "/functions/v1/"
+
+// How the server talks to Redis when --redis-url is set. A request waits for
+// its decision, so an unreachable Redis must cost little: one dial attempt
+// of at most redisDialTimeout, reads and writes of at most redisIOTimeout,
+// one retry (which makes a connection that died with a restart of Redis
+// invisible to the request). A URL may set any of them itself
+// (?dial_timeout=2s and so on).
+const (
+	redisDialTimeout   = time.Second
+	redisIOTimeout     = 500 * time.Millisecond
+	redisMaxRetries    = 1
+	redisDialerRetries = 1
+	// redisPingTimeout bounds the check at start.
+	redisPingTimeout = 2 * time.Second
+)
+
+// errorLogInterval is how often a limit logs the failures of its limiter
+// while they go on: the first one at once, then one line per interval with
+// the number of those not logged. The metric counts every one.
+const errorLogInterval = 10 * time.Second
+
+// maxPeekBytes is how much of a token request's body is read to find the
+// client it names: the limit of the token endpoints' bodies (64 KiB). A
+// longer body is keyed by remote address; the handler refuses it.
+const maxPeekBytes = 64 << 10
+
+// maxKeyLength bounds the length of a client id used as a key as it is:
+// a longer one (no real client id is that long) is keyed by its SHA-256, so
+// that a client cannot make the limiter hold large keys.
+const maxKeyLength = 128
+
+// limitsConfig configures the rate limits of serve. Its zero value is the
+// defaults: the quotas of SPEC section 6, in process.
+type limitsConfig struct {
+	// REST, Edge and Token are the quotas per minute of the limits "rest",
+	// "edge" and "token"; 0 disables a limit. The flags default them to
+	// defaultRateREST, defaultRateEdge and defaultRateToken.
+	REST, Edge, Token int
+	// RedisURL, when set, keeps the limits in that Redis, shared by every
+	// replica that uses it; empty means one in-process limiter.
+	RedisURL string
+	// RedisPrefix starts every key the limits write to Redis; empty means
+	// redislimit.DefaultPrefix ("waybill:rl:"). Replicas that share limits
+	// share the prefix; deployments that share a Redis do not.
+	RedisPrefix string
+}
+
+// limitsFlags sets c to the defaults and registers its flags on fs.
+func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
+	c.REST, c.Edge, c.Token = defaultRateREST, defaultRateEdge, defaultRateToken
+	fs.Var(quotaFlag{&c.REST}, "rate-rest", "`N` requests per minute of each organization to the REST API (/v1, /api/v1); 0 disables the limit")
+	fs.Var(quotaFlag{&c.Edge}, "rate-edge", "`N` requests per minute of each app (or remote address) to the edge functions (/functions/v1/*); 0 disables the limit")
+	fs.Var(quotaFlag{&c.Token}, "rate-token", "`N` requests per minute of each client_id (or remote address) to the token endpoints and of each remote address to the password sign-in; 0 disables the limit")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` (redis://... or rediss://...) that keeps the rate limits, shared by every replica using it (default: in process)")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "`prefix` of the rate limits' Redis keys (default "+redislimit.DefaultPrefix+")")
+}
+
+// quotaFlag is the flag.Value of a quota per minute: a whole number from 0
+// to redislimit.MaxQuota, stored in *dst.
+type quotaFlag struct{ dst *int }
+
+// String returns the quota.
+func (q quotaFlag) String() string {
+	if q.dst == nil {
+		return ""
+	}
+	return strconv.Itoa(*q.dst)
+}
+
+// Set parses s as the quota.
+func (q quotaFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > redislimit.MaxQuota {
+		return errors.New("not a whole number of requests per minute, from 0 to 2^52")
+	}
+	*q.dst = n
+	return nil
+}
+
+// limit returns the limit name with the quota q, or def when q is nil.
+func limit(name string, quota int) ratelimit.Limit {
+	return ratelimit.Limit{Name: name, Quota: quota, Window: rateWindow}
+}
+
+// rateLimits are the three limits of a server over one limiter:
+//
+//   - rest: each organization's requests to the REST API. It is the
+//     registry's Middleware (REST), so it runs after tenancy resolved the
+//     tenant: requests that tenancy refuses (401, 403, 404) are not counted,
+//     as the organization of a request without a valid token is not known.
+//   - edge: every request to /functions/v1/*, keyed by the app that
+//     /functions/v1/oauth-token names (the only edge function so far),
+//     else by remote address. That route counts against "edge" only.
+//   - token: POST to the token, revocation and introspection endpoints,
+//     keyed by the client_id they name, else by remote address; POST to the
+//     password sign-in and the login form, keyed by remote address always,
+//     so that naming a new client_id at each attempt does not escape the
+//     limit of password guessing.
+//
+// Over a limit, a request is answered 429 rate_limited with Retry-After;
+// every response of a limited route carries RateLimit-Policy and RateLimit.
+// A limiter that fails (Redis is down) lets requests through; each failure
+// is counted in waybill_ratelimit_errors_total and logged, at most once per
+// errorLogInterval and limit.
+type rateLimits struct {
+	rest, edge, token ratelimit.Limit
+	limiter           ratelimit.Limiter
+	metrics           *metrics
+	errorLogs         map[string]*errorLog // by limit name
+	// close releases the Redis client; nil for the in-process limiter.
+	close func() error
+}
+
+// newRateLimits returns the limits of c, counted in m (nil for none) and
+// logged to logger. With c.RedisURL it pings Redis once and only warns when
+// Redis does not answer: the limits fail open until it does. Close releases
+// the Redis client.
+func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog.Logger) (*rateLimits, error) {
+	l := &rateLimits{
+		rest:    limit(limitREST, c.REST),
+		edge:    limit(limitEdge, c.Edge),
+		token:   limit(limitToken, c.Token),
+		metrics: m,
+	}
+	l.errorLogs = map[string]*errorLog{}
+	for _, lim := range []ratelimit.Limit{l.rest, l.edge, l.token} {
+		l.errorLogs[lim.Name] = &errorLog{name: lim.Name, logger: logger}
+	}
+	backend := "memory"
+	if c.RedisURL == "" {
+		l.limiter = ratelimit.NewMemory(ratelimit.MemoryOptions{})
+	} else {
+		client, err := newRedisClient(c.RedisURL)
+		if err != nil {
+			return nil, err
+		}
+		l.limiter = redislimit.New(client, redislimit.Options{Prefix: c.RedisPrefix})
+		l.close = client.Close
+		backend = "redis"
+		pingCtx, cancel := context.WithTimeout(ctx, redisPingTimeout)
+		defer cancel()
+		if err := client.Ping(pingCtx).Err(); err != nil {
+			logger.Warn("rate limits: redis does not answer; requests pass unlimited until it does",
+				"redis_url", redactURL(c.RedisURL), "error", err.Error())
+		}
+	}
+	if m != nil {
+		l.limiter = countingLimiter{Limiter: l.limiter, metrics: m}
+		for _, lim := range []ratelimit.Limit{l.rest, l.edge, l.token} {
+			m.initLimit(lim.Name)
+		}
+	}
+	attrs := []any{"backend", backend, limitREST, l.rest.Quota, limitEdge, l.edge.Quota, limitToken, l.token.Quota, "window", rateWindow.String()}
+	if c.RedisURL != "" {
+		attrs = append(attrs, "redis_url", redactURL(c.RedisURL))
+	}
+	logger.Info("rate limits", attrs...)
+	return l, nil
+}
+
+// newRedisClient returns a client on the Redis of rawURL, with the
+// timeouts above where the URL sets none.
+func newRedisClient(rawURL string) (*redis.Client, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			// It quotes the URL, and with it a password.
+			err = errors.New("not a URL")
+		}
+		return nil, fmt.Errorf("--redis-url %s: %w", redactURL(rawURL), err)
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = redisDialTimeout
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = redisIOTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = redisIOTimeout
+	}
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = redisMaxRetries
+	}
+	if opts.DialerRetries == 0 {
+		opts.DialerRetries = redisDialerRetries
+	}
+	return redis.NewClient(opts), nil
+}
+
+// redisLogger passes the log lines of go-redis to a slog.Logger at debug
+// level: the failures that matter reach the log through errorLog already,
+// at most one line per interval.
+type redisLogger struct{ logger *slog.Logger }
+
+// Printf logs one line of go-redis.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, "redis client", "message", fmt.Sprintf(format, v...))
+}
+
+// Close releases the Redis client, if any.
+func (l *rateLimits) Close() error {
+	if l.close == nil {
+		return nil
+	}
+	return l.close()
+}
+
+// REST returns the middleware of the "rest" limit, for
+// resource.Registry.Middleware: it keys each request by the organization
+// that tenancy resolved.
+func (l *rateLimits) REST() func(http.Handler) http.Handler {
+	return l.middleware(l.rest, keyByOrganization)
+}
+
+// Wrap puts the "edge" and "token" limits in front of their routes of
+// next, the server's mux, and leaves every other request to next as it is.
+// The limit is picked by method and path (see rateLimits).
+func (l *rateLimits) Wrap(next http.Handler) http.Handler {
+	edge := l.middleware(l.edge, keyByClient)(next)
+	tokenByClient := l.middleware(l.token, keyByClient)(next)
+	tokenByAddr := l.middleware(l.token, keyByAddr)(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case strings.HasPrefix(p, edgePrefix):
+			edge.ServeHTTP(w, r)
+		case r.Method != http.MethodPost:
+			next.ServeHTTP(w, r)
+		case p == oauth.PathToken || p == oauth.PathV1Token || p == oauth.PathRevoke || p == oauth.PathIntrospect:
+			tokenByClient.ServeHTTP(w, r)
+		case p == oauth.PathUserToken || p == oauth.PathLogin:
+			tokenByAddr.ServeHTTP(w, r)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// middleware returns the ratelimit middleware of lim keyed by key, failing
+// open and reporting errors to l.onError.
+func (l *rateLimits) middleware(lim ratelimit.Limit, key ratelimit.KeyFunc) func(http.Handler) http.Handler {
+	return ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: l.limiter,
+		Limit:   lim,
+		Key:     key,
+		OnError: l.onError(lim.Name),
+	})
+}
+
+// onError returns the OnError of the limit name: it counts every failure
+// in the metrics and hands it to the limit's errorLog.
+func (l *rateLimits) onError(name string) func(*http.Request, error) {
+	log := l.errorLogs[name]
+	return func(r *http.Request, err error) {
+		if l.metrics != nil {
+			l.metrics.limitErrors.WithLabelValues(name).Inc()
+		}
+		log.failed(r, err)
+	}
+}
+
+// errorLog logs the failures of the limiter under one limit: the first at
+// once, then at most one line per errorLogInterval, with the number of
+// failures since the last line. It logs neither the key nor the query
+// string.
+type errorLog struct {
+	name   string
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	last     time.Time // when the last line was written; zero before the first
+	unlogged int       // failures since then that were not logged
+}
+
+// failed records one failure of the request r.
+func (e *errorLog) failed(r *http.Request, err error) {
+	e.mu.Lock()
+	now := time.Now()
+	if !e.last.IsZero() && now.Sub(e.last) < errorLogInterval {
+		e.unlogged++
+		e.mu.Unlock()
+		return
+	}
+	failures := e.unlogged + 1
+	e.last, e.unlogged = now, 0
+	e.mu.Unlock()
+	e.logger.WarnContext(r.Context(), "rate limits: the limiter failed; requests pass unlimited",
+		"limit", e.name, "method", r.Method, "path", r.URL.Path, "error", err.Error(),
+		"failures", failures, "log_interval", errorLogInterval.String())
+}
+
+// countingLimiter counts the requests that its Limiter refuses, by limit
+// name.
+type countingLimiter struct {
+	ratelimit.Limiter
+	metrics *metrics
+}
+
+// Allow decides through the Limiter and counts a refusal.
+func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limit) (ratelimit.Decision, error) {
+	d, err := c.Limiter.Allow(ctx, key, l)
+	if err == nil && !d.Allowed {
+		c.metrics.limitRejected.WithLabelValues(l.Name).Inc()
+	}
+	return d, err
+}
+
+// keyByOrganization keys a request by the organization of its tenant; it
+// runs inside tenancy's middleware, which always sets one.
+func keyByOrganization(r *http.Request) (string, bool) {
+	t, ok := tenancy.FromContext(r.Context())
+	if !ok || t.OrganizationID == "" {
+		return "", false
+	}
+	return t.OrganizationID, true
+}
+
+// keyByClient keys a request by the client it names, "client:<id>", else
+// by its remote address, "addr:<host>".
+func keyByClient(r *http.Request) (string, bool) {
+	if id := peekClientID(r); id != "" {
+		if len(id) > maxKeyLength {
+			sum := sha256.Sum256([]byte(id))
+			id = "sha256:" + hex.EncodeToString(sum[:])
+		}
+		return "client:" + id, true
+	}
+	return keyByAddr(r)
+}
+
+// keyByAddr keys a request by its remote address, "addr:<host>".
+func keyByAddr(r *http.Request) (string, bool) {
+	host, ok := ratelimit.KeyByRemoteAddr(r)
+	return "addr:" + host, ok
+}
+
+// peekClientID returns the client a token request names, as the token
+// endpoint reads it (SPEC section 5.1): the user of HTTP Basic,
+// form-urlencoded before base64, or client_id in a form-urlencoded or JSON
+// body. It reads at most maxPeekBytes of the body and puts what it read back
+// in front of the rest, so the handler reads the body whole. "" when the
+// request names no client, or its body is too long or does not parse.
+//
+// The client is not authenticated here: a request may name any client, as
+// it may come from any address. The limit bounds the work per name.
+func peekClientID(r *http.Request) string {
+	if user, _, ok := r.BasicAuth(); ok {
+		if id, err := url.QueryUnescape(user); err == nil {
+			return id
+		}
+		return user
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return ""
+	}
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (ct != "application/x-www-form-urlencoded" && ct != "application/json") {
+		return ""
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeekBytes+1))
+	r.Body = peekedBody{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
+	if err != nil || len(body) > maxPeekBytes {
+		return ""
+	}
+	if ct == "application/x-www-form-urlencoded" {
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return ""
+		}
+		return form.Get("client_id")
+	}
+	var fields map[string]json.RawMessage
+	var id string
+	if json.Unmarshal(body, &fields) != nil || json.Unmarshal(fields["client_id"], &id) != nil {
+		return ""
+	}
+	return id
+}
+
+// peekedBody is a request body of which peekClientID read the start: it
+// reads that start again, then the rest, and closes the original body.
+type peekedBody struct {
+	io.Reader
+	io.Closer
+}
