@@ -8,8 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -287,17 +292,18 @@ func TestRateLimitsRedisReplicas(t *testing.T) {
 	db := testdb.PostgresURL(t)
 	a := newRLTenant(t, db, "Acme")
 	b := newRLTenant(t, db, "Bolt")
-	getenv := env(map[string]string{
+	vars := map[string]string{
 		"WAYBILL_DATABASE_URL": db,
 		"WAYBILL_ISSUER":       "https://waybill.test", // the replicas verify each other's tokens
 		"WAYBILL_RATE_REST":    "100",
 		"WAYBILL_REDIS_URL":    redisURL,
 		"WAYBILL_REDIS_PREFIX": prefix,
-	})
-	base1, logs1, stop1 := startRun(t, []string{"serve", "--addr", "127.0.0.1:0"}, getenv)
-	defer func() { require.NoError(t, stop1()) }()
-	base2, _, stop2 := startRun(t, []string{"serve", "--addr", "127.0.0.1:0"}, getenv)
-	defer func() { require.NoError(t, stop2()) }()
+	}
+	// Two processes of the built binary: they share nothing but the
+	// database and Redis.
+	bin := buildBinary(t)
+	base1, logs1 := startProcess(t, bin, vars, "serve", "--addr", "127.0.0.1:0")
+	base2, _ := startProcess(t, bin, vars, "serve", "--addr", "127.0.0.1:0")
 	assert.Contains(t, logs1.String(), `"backend":"redis"`)
 
 	tokenA := rlToken(t, base1, a)
@@ -546,4 +552,51 @@ func TestNewRedisClient(t *testing.T) {
 		assert.NotContains(t, err.Error(), "hunter2")
 		assert.Contains(t, err.Error(), "--redis-url")
 	}
+}
+
+// buildBinary builds the waybill binary into a directory of t's.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err, "building the binary needs the go command on PATH")
+	bin := filepath.Join(t.TempDir(), "waybill")
+	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build:\n%s", out)
+	return bin
+}
+
+// startProcess runs the binary with args, in this process's environment
+// without its WAYBILL_* variables but for those of vars, waits for the
+// address it prints, and stops it with SIGTERM when t ends, checking a
+// clean exit. It returns the server's URL and its log.
+func startProcess(t *testing.T, bin string, vars map[string]string, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "WAYBILL_") })
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stdoutR, stdoutW := io.Pipe()
+	cmd.Stdout = stdoutW
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		_ = stdoutW.Close()
+		exited <- err
+	}()
+	url := readURL(t, stdoutR)
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			assert.NoError(t, err, "exit after SIGTERM; stderr:\n%s", logs)
+		case <-time.After(wait):
+			_ = cmd.Process.Kill()
+			t.Errorf("no exit after SIGTERM; stderr:\n%s", logs)
+		}
+	})
+	return url, logs
 }
