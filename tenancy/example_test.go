@@ -1,0 +1,81 @@
+package tenancy_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// oneBranch is the host's branch table: one organization with one branch.
+type oneBranch struct{ org, branch string }
+
+func (b oneBranch) Organization(_ context.Context, id string) (string, error) {
+	if id == b.branch {
+		return b.org, nil
+	}
+	return "", tenancy.ErrNoBranch
+}
+
+func (b oneBranch) List(context.Context, string) ([]string, error) { return []string{b.branch}, nil }
+
+// The middleware in front of a handler of an existing service: the handler
+// reads the tenant; every refusal has the API's error shape.
+func ExampleMiddleware() {
+	const (
+		org    = "6f0c0000-0000-4000-8000-000000000001"
+		branch = "6f0c0000-0000-4000-8000-0000000000b1"
+	)
+	keys, err := oauth.NewKeySet(oauth.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	verifier := oauth.NewVerifier(keys, "https://tms.example.com")
+
+	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, _ := tenancy.FromContext(r.Context())
+		fmt.Fprintf(w, "orders of branch %s", t.BranchID)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("/v1/{scopeId}/orders", tenancy.Middleware(tenancy.Options{
+		Verifier: verifier, Branches: oneBranch{org, branch}, ScopeType: tenancy.Branch,
+		Scope: tenancy.ReadWrite("svc:orders:read", "svc:orders:write"),
+	})(orders))
+
+	// A client-credentials token, as the token service issues it.
+	now := time.Now()
+	token, err := keys.Sign(&oauth.Claims{
+		Issuer: "https://tms.example.com", Subject: "app-1", Audience: oauth.Audience, Role: oauth.Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1",
+		OrganizationID: org, ClientID: "client-1", Scopes: []string{"svc:orders:read"},
+		BranchIDs: []string{branch}, AppName: "Nightly Sync",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range []struct{ method, path, token string }{
+		{"GET", "/v1/" + branch + "/orders", token},
+		{"GET", "/v1/" + branch + "/orders", ""},
+		{"POST", "/v1/" + branch + "/orders", token},
+		{"GET", "/v1/" + org + "/orders", token},
+	} {
+		req := httptest.NewRequest(c.method, c.path, nil)
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
+	}
+	// Output:
+	// 200 orders of branch 6f0c0000-0000-4000-8000-0000000000b1
+	// 401 {"error":"unauthorized","error_description":"an Authorization: Bearer token is required"}
+	// 403 {"error":"insufficient_scope","error_description":"the token lacks the scope svc:orders:write"}
+	// 404 {"error":"not_found","error_description":"no such organization or branch"}
+}
