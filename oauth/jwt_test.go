@@ -183,3 +183,13 @@ func TestClaimsJSON(t *testing.T) {
 	assert.False(t, user.OAuth())
 	assert.Empty(t, user.FamilyID())
 }
+
+func TestSecretKey(t *testing.T) {
+	a := oauth.SecretKey([]byte(strings.Repeat("a", 32)))
+	assert.Equal(t, a, oauth.SecretKey([]byte(strings.Repeat("a", 32))), "every holder of the secret names it alike")
+	assert.NotEqual(t, a.ID, oauth.SecretKey([]byte(strings.Repeat("b", 32))).ID)
+	assert.Regexp(t, `^s-[0-9a-f]{12}$`, a.ID)
+	assert.NotContains(t, a.ID, "aaaa", "the id does not reveal the secret")
+	_, err := oauth.NewKeySet(oauth.SecretKey([]byte("short")))
+	assert.ErrorContains(t, err, "at least 32")
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 )
 
@@ -40,4 +41,14 @@ func (ks *KeySet) derive(purpose string) []byte {
 	m := hmac.New(sha256.New, ks.current.Secret)
 	m.Write([]byte("waybill/" + purpose))
 	return m.Sum(nil)
+}
+
+// SecretKey returns the Key of a raw shared secret, such as the reference
+// server's --jwt-secret. Its id is derived from the secret ("s-" and the
+// first 48 bits of its SHA-256, in hex), so that every service holding the
+// secret names the key alike without agreeing on a kid. NewKeySet checks
+// the secret's length.
+func SecretKey(secret []byte) Key {
+	sum := sha256.Sum256(secret)
+	return Key{ID: "s-" + hex.EncodeToString(sum[:6]), Secret: append([]byte(nil), secret...)}
 }

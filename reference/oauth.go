@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,9 +39,9 @@ func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous st
 		}
 		return oauth.NewKeySet(key)
 	}
-	keys := []oauth.Key{rawKey(secret)}
+	keys := []oauth.Key{oauth.SecretKey([]byte(secret))}
 	if previous != "" {
-		keys = append(keys, rawKey(previous))
+		keys = append(keys, oauth.SecretKey([]byte(previous)))
 	}
 	for _, k := range keys {
 		if len(k.Secret) < oauth.MinKeyLength {
@@ -51,12 +49,6 @@ func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous st
 		}
 	}
 	return oauth.NewKeySet(keys[0], keys[1:]...)
-}
-
-// rawKey names a raw secret by the first 48 bits of its SHA-256.
-func rawKey(secret string) oauth.Key {
-	sum := sha256.Sum256([]byte(secret))
-	return oauth.Key{ID: "s-" + hex.EncodeToString(sum[:6]), Secret: []byte(secret)}
 }
 
 // newOAuthServer returns the token service of the reference server.
