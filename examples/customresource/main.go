@@ -1,0 +1,139 @@
+// Command customresource is a service of its own that declares one new
+// resource, inspections, with Waybill's resource package: its fields and
+// whitelists, a status flow and a domain hook (inspections.go), its
+// migration (migrations/), the tenancy.Branches lookup it needs, the
+// generated list/get/create/update/delete routes on a plain http.ServeMux,
+// and its OpenAPI document at /openapi.json.
+//
+// The service verifies, and never issues, access tokens: HS256 JWTs signed
+// with the secret of -jwt-secret (or WAYBILL_JWT_SECRET, at least 32 bytes)
+// by the issuer of -issuer (or WAYBILL_ISSUER). In production the tokens come
+// from a running Waybill token service, such as the reference server started
+// with the same --jwt-secret, and the branches table holds the branches it
+// knows. For development, -print-token prints a client-credentials token
+// for the branch that every new database is seeded with, signed with the
+// same secret: a development aid only, not how clients get tokens in
+// production.
+//
+//	export WAYBILL_JWT_SECRET=$(openssl rand -hex 32)
+//	go run ./examples/customresource &
+//	TOKEN=$(go run ./examples/customresource -print-token)
+//	curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8082/v1/5eed0000-0000-4000-8000-0000000000b1/inspections
+//
+// -db names a SQLite file (default ./inspections.db) or a postgres:// URL.
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+)
+
+// The organization and branch that every new database is seeded with, and
+// that -print-token's token is for.
+const (
+	devOrganization = "5eed0000-0000-4000-8000-0000000000a1"
+	devBranch       = "5eed0000-0000-4000-8000-0000000000b1"
+)
+
+// config is what the flags set.
+type config struct {
+	addr, dsn, issuer, secret string
+	printToken                bool
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.addr, "addr", "127.0.0.1:8082", "`address` to listen on")
+	flag.StringVar(&c.dsn, "db", "inspections.db", "SQLite `file` or postgres:// URL")
+	flag.StringVar(&c.issuer, "issuer", "", "`URL` of the token service, the iss of its tokens (default $WAYBILL_ISSUER or http://127.0.0.1:8080)")
+	flag.StringVar(&c.secret, "jwt-secret", "", "HMAC `key` of the token service, at least 32 bytes (default $WAYBILL_JWT_SECRET)")
+	flag.BoolVar(&c.printToken, "print-token", false, "development aid: print a token for the seeded branch and exit")
+	flag.Parse()
+	c.issuer = cmp.Or(c.issuer, os.Getenv("WAYBILL_ISSUER"), "http://127.0.0.1:8080")
+	c.secret = cmp.Or(c.secret, os.Getenv("WAYBILL_JWT_SECRET"))
+	if err := run(c); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run prints a token, or serves the API until the server fails.
+func run(c config) error {
+	keys, err := keySet(c.secret)
+	if err != nil {
+		return err
+	}
+	if c.printToken {
+		token, err := devToken(keys, c.issuer)
+		if err != nil {
+			return err
+		}
+		fmt.Println(token)
+		return nil
+	}
+	db, dialect, err := openDB(context.Background(), c.dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	h, err := newHandler(db, dialect, oauth.NewVerifier(keys, c.issuer), c.issuer)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: c.addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("listening on http://%s (OpenAPI document at /openapi.json)", c.addr)
+	return srv.ListenAndServe()
+}
+
+// newHandler registers the resource and mounts its routes under /v1 and
+// /api/v1, beside its OpenAPI document.
+func newHandler(db *sql.DB, dialect query.Dialect, verifier *oauth.Verifier, issuer string) (http.Handler, error) {
+	reg := &resource.Registry{DB: db, Dialect: dialect, Verifier: verifier, Branches: branches{db}}
+	if err := reg.Register(inspections()); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	reg.Mount(mux)
+	mux.Handle("GET /openapi.json", reg.OpenAPIHandler(resource.OpenAPIInfo{
+		Title:            "Inspections API",
+		TokenURL:         issuer + "/auth/v1/oauth/token",
+		AuthorizationURL: issuer + "/auth/v1/oauth/authorize",
+	}))
+	return mux, nil
+}
+
+// keySet returns the key that verifies the token service's tokens:
+// oauth.SecretKey names it as the reference server names its --jwt-secret,
+// so that its tokens are accepted.
+func keySet(secret string) (*oauth.KeySet, error) {
+	if secret == "" {
+		return nil, errors.New("set -jwt-secret or WAYBILL_JWT_SECRET to the secret of the Waybill token service (at least 32 bytes)")
+	}
+	return oauth.NewKeySet(oauth.SecretKey([]byte(secret)))
+}
+
+// devToken returns a client-credentials token for the development branch,
+// shaped as the token service issues them, valid for an hour. It is a
+// development aid: real clients get their tokens from the token service.
+func devToken(keys *oauth.KeySet, issuer string) (string, error) {
+	r := inspections()
+	now := time.Now()
+	return keys.Sign(&oauth.Claims{
+		Issuer: issuer, Subject: "dev-app", Audience: oauth.Audience, Role: oauth.Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: rand.Text(),
+		OrganizationID: devOrganization, ClientID: "dev-client", AppName: "customresource -print-token",
+		Scopes: []string{r.ReadScope(), r.WriteScope()}, BranchIDs: []string{devBranch},
+	})
+}

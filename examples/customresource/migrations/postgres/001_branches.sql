@@ -1,0 +1,9 @@
+-- The branches this service knows, for tenancy: which organization owns
+-- each branch. In production this is the same directory the Waybill token
+-- service issues tokens for (a shared table, a view, or a synced copy).
+CREATE TABLE branches (
+    id              uuid NOT NULL PRIMARY KEY,
+    organization_id uuid NOT NULL,
+    name            text NOT NULL,
+    UNIQUE (organization_id, id)
+);
