@@ -31,14 +31,15 @@
 //     hooks) with generic list, get, create, update and delete handlers over
 //     database/sql-style stores.
 //   - examples/ holds small runnable programs: the filter parser alone in a
-//     plain API, the middleware in an existing net/http service, a resource
-//     with its own hook.
+//     plain API (filteronly), the middleware and a resource in an existing
+//     net/http or chi service (existingservice), a resource with its own hook
+//     (customresource), and integration tests against PostgreSQL
+//     (integrationtest).
 //   - reference/ is package main, the waybill binary: server and admin CLI,
 //     with its schema, migrations, resource declarations and consent UI. The
 //     packages never import it.
 //
-// Packages never import reference/, and query stands alone. examples/ is
-// planned; every other package is in place.
+// Packages never import reference/, and query stands alone.
 //
 // # How a request flows
 //
