@@ -41,7 +41,15 @@ const (
 	CodeRateLimited       = "rate_limited"
 	CodeServerError       = "server_error"
 	CodeUnavailable       = "temporarily_unavailable"
+	// CodeClientClosed is no answer a client sees: it marks, in logs and
+	// metrics, a request whose client went away before the answer.
+	CodeClientClosed = "client_closed_request"
 )
+
+// StatusClientClosedRequest is the status logged for a request whose client
+// went away (its context was cancelled) before the answer: nginx's 499,
+// which Go's ecosystem uses for the same case. No client ever reads it.
+const StatusClientClosedRequest = 499
 
 // The codes of the OAuth 2.1 endpoints (RFC 6749 sections 4.1.2.1 and 5.2).
 // invalid_request and server_error are shared with the API codes above.
@@ -73,6 +81,7 @@ var statuses = map[string]int{
 	CodeRateLimited:             http.StatusTooManyRequests,
 	CodeServerError:             http.StatusInternalServerError,
 	CodeUnavailable:             http.StatusServiceUnavailable,
+	CodeClientClosed:            StatusClientClosedRequest,
 	CodeInvalidClient:           http.StatusUnauthorized,
 	CodeInvalidGrant:            http.StatusBadRequest,
 	CodeUnauthorizedClient:      http.StatusBadRequest,
@@ -303,9 +312,23 @@ func Internal(cause error) *Error {
 	return e
 }
 
-// Unavailable is a 503 for a dependency that is down (readiness, a store).
+// Unavailable is a 503 temporarily_unavailable for a request the server
+// cannot serve now: a dependency that is down or too slow, or overload. It
+// asks the client to retry in a second (Retry-After: 1); WithHeader sets
+// another delay.
 func Unavailable(format string, args ...any) *Error {
-	return New(CodeUnavailable, format, args...)
+	e := New(CodeUnavailable, format, args...)
+	e.Header = http.Header{"Retry-After": {"1"}}
+	return e
+}
+
+// ClientClosed marks a request whose client went away before the answer:
+// its status is StatusClientClosedRequest (499), and Write logs it below the
+// error level. cause is the cancellation, for the log.
+func ClientClosed(cause error) *Error {
+	e := New(CodeClientClosed, "the client closed the request before the answer")
+	e.cause = cause
+	return e
 }
 
 // InvalidClient is the 401 of RFC 6749 section 5.2 for a failed client

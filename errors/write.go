@@ -6,35 +6,60 @@ import (
 	"net/http"
 )
 
+// LogLevel returns the level at which a request answered with status is
+// logged: info for a client that went away (499), warning for a 503
+// (overload and outages are answered as they should be, not failures of
+// the server), error for the other 5xx, and debug for the rest.
+func LogLevel(status int) slog.Level {
+	switch {
+	case status == StatusClientClosedRequest:
+		return slog.LevelInfo
+	case status == http.StatusServiceUnavailable:
+		return slog.LevelWarn
+	case status >= http.StatusInternalServerError:
+		return slog.LevelError
+	}
+	return slog.LevelDebug
+}
+
 // body is the JSON shape of every error response.
 type body struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description"`
 }
 
-// Write answers the request with err: the *Error in err's chain with its
-// status, headers and {"error","error_description"} body, or, for any other
-// error, a 500 server_error whose description says nothing of err. Errors
-// with a status of 500 or more are logged to slog.Default with the request's
-// method and path (never its query string or headers, which may hold
-// secrets). A HEAD request gets the status and headers without a body.
+// Write answers the request with err, as FromRequest judges it: the *Error in
+// err's chain with its status, headers and {"error","error_description"}
+// body; a 503 temporarily_unavailable for a deadline or a dependency that
+// cannot be reached; a 500 server_error, whose description says nothing of
+// err, for anything else. Errors with a status of 500 or more are logged to
+// slog.Default with the request's method and path (never its query string
+// or headers, which may hold secrets): 500s at the error level, 503s (load
+// and outages, which the server answers as it should) at the warning level.
+// A request whose client went away is logged at the info level with status
+// 499 and answered with that status, which nobody reads. A HEAD request gets
+// the status and headers without a body.
 func Write(w http.ResponseWriter, r *http.Request, err error) {
-	e, ok := As(err)
-	if !ok {
-		e = Internal(err)
-	}
+	e := FromRequest(r, err)
 	status := e.Status
 	if status == 0 {
 		status = Status(e.Code)
 	}
-	if status >= http.StatusInternalServerError {
+	if status >= http.StatusInternalServerError || status == StatusClientClosedRequest {
 		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", status, "error", err}
 		// An *Error's text is its code and description only; the cause given
 		// to Wrap or Internal is what the log is for.
-		if ok && e.Unwrap() != nil {
-			attrs = append(attrs, "cause", e.Unwrap())
+		if orig, ok := As(err); ok && orig.Unwrap() != nil {
+			attrs = append(attrs, "cause", orig.Unwrap())
 		}
-		slog.Default().ErrorContext(r.Context(), "request failed", attrs...)
+		msg := "request failed"
+		switch status {
+		case StatusClientClosedRequest:
+			msg = "request abandoned by the client"
+		case http.StatusServiceUnavailable:
+			msg = "request not served"
+		}
+		slog.Default().Log(r.Context(), LogLevel(status), msg, attrs...)
 	}
 	h := w.Header()
 	for k, vs := range e.Header {

@@ -265,19 +265,17 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 // the app's redirect URI with status (302 or 303). A server error goes
 // back to the app too, as server_error, when the app is known.
 func (s *Server) authorizationFailed(w http.ResponseWriter, r *http.Request, app *App, req AuthorizationRequest, err error, status int) {
-	e, ok := apierrors.As(err)
-	if !ok {
-		e = apierrors.Internal(err)
-	}
-	if e.Code == apierrors.CodeServerError {
-		s.logger().ErrorContext(r.Context(), "authorization request failed", "client_id", req.ClientID, "error", err)
+	e := apierrors.FromRequest(r, err)
+	failed := e.Status >= http.StatusInternalServerError || e.Status == apierrors.StatusClientClosedRequest
+	if failed {
+		s.logger().Log(r.Context(), apierrors.LogLevel(e.Status), "authorization request failed", "client_id", req.ClientID, "error", err)
 	}
 	if app != nil {
 		s.redirectToClient(w, req, url.Values{"error": {e.Code}, "error_description": {e.Description}}, status)
 		return
 	}
-	if e.Code == apierrors.CodeServerError {
-		s.renderMessage(w, r, http.StatusInternalServerError, serverErrorMessage)
+	if failed {
+		s.failurePage(w, r, e)
 		return
 	}
 	s.renderMessage(w, r, http.StatusBadRequest, message{
@@ -341,10 +339,29 @@ func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (url.Values, b
 	return r.PostForm, true
 }
 
-// internalError logs err and answers with the generic error page.
+// internalError logs err and answers with the error page its cause calls
+// for (see failurePage).
 func (s *Server) internalError(w http.ResponseWriter, r *http.Request, what string, err error) {
-	s.logger().ErrorContext(r.Context(), "consent flow: "+what, "path", r.URL.Path, "error", err)
-	s.renderMessage(w, r, http.StatusInternalServerError, serverErrorMessage)
+	e := apierrors.FromRequest(r, err)
+	s.logger().Log(r.Context(), apierrors.LogLevel(e.Status), "consent flow: "+what, "path", r.URL.Path, "error", err)
+	s.failurePage(w, r, e)
+}
+
+// failurePage answers a step of the flow that the server could not complete
+// as apierrors.FromRequest judged e: a page that asks to try again in a moment
+// (503, with e's Retry-After) when the server is overloaded or a dependency
+// is down, the generic error page (500) otherwise, and only the status 499
+// when the browser already went away.
+func (s *Server) failurePage(w http.ResponseWriter, r *http.Request, e *apierrors.Error) {
+	switch e.Status {
+	case apierrors.StatusClientClosedRequest:
+		w.WriteHeader(e.Status)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", e.Header.Get("Retry-After"))
+		s.renderMessage(w, r, e.Status, unavailableMessage)
+	default:
+		s.renderMessage(w, r, http.StatusInternalServerError, serverErrorMessage)
+	}
 }
 
 // authorizeURL is the local URL of the authorization endpoint for req:
@@ -631,6 +648,11 @@ type message struct {
 var serverErrorMessage = message{
 	Title: "Something went wrong",
 	Text:  "The server could not complete this step. Try again in a moment; if it keeps happening, tell the application's support.",
+}
+
+var unavailableMessage = message{
+	Title: "The service is busy",
+	Text:  "The server cannot complete this step right now. Go back and try again in a few seconds.",
 }
 
 // renderMessage renders message.html, a page without a form.

@@ -40,7 +40,8 @@ type Options struct {
 	Key KeyFunc
 	// FailClosed is the policy for a Limiter that fails (Redis is down).
 	// False, the default, fails open: the request passes, without a
-	// RateLimit header. True answers 503 temporarily_unavailable.
+	// RateLimit header. True answers 503 temporarily_unavailable with
+	// Retry-After: 1.
 	FailClosed bool
 	// OnError is called with every error of the Limiter, so that the host
 	// logs it and counts it. Nil means a warning on slog.Default with the

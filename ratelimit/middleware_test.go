@@ -161,9 +161,10 @@ func TestMiddlewareLimiterFails(t *testing.T) {
 		failClosed bool
 		status     int
 		handler    int64
+		retryAfter string // a 503 asks the client to come back soon
 	}{
-		{"fail open", false, http.StatusOK, 1},
-		{"fail closed", true, http.StatusServiceUnavailable, 0},
+		{"fail open", false, http.StatusOK, 1, ""},
+		{"fail closed", true, http.StatusServiceUnavailable, 0, "1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,7 +193,7 @@ func TestMiddlewareLimiterFails(t *testing.T) {
 			assert.Equal(t, tc.handler, next.calls.Load())
 			assert.Equal(t, `"api";q=10;w=60`, rec.Header().Get("RateLimit-Policy"))
 			assert.Empty(t, rec.Header().Get("RateLimit"), "no decision, no state")
-			assert.Empty(t, rec.Header().Get("Retry-After"))
+			assert.Equal(t, tc.retryAfter, rec.Header().Get("Retry-After"))
 			mu.Lock()
 			assert.Equal(t, []error{errDown}, errs)
 			assert.Equal(t, http.MethodPost, method)

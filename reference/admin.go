@@ -85,7 +85,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
 
-	db, dialect, _, err := openAndMigrate(ctx, databaseURL)
+	db, dialect, _, err := openAndMigrate(ctx, databaseURL, defaultDBMaxConns)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
@@ -109,7 +109,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		return err
 	}
-	db, _, applied, err := openAndMigrate(ctx, databaseURL)
+	db, _, applied, err := openAndMigrate(ctx, databaseURL, defaultDBMaxConns)
 	if err != nil {
 		return err // "open database ..." or "migrate: ..." already
 	}

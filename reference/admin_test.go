@@ -87,7 +87,7 @@ func TestAdminCommands(t *testing.T) {
 				"--org", zeta, "--org", acme, "--org", strings.ToUpper(acme), "--admin")...)
 			driver := createID(t, cmd("admin", "user", "create", "--email", "driver@example.com", "--password", "another-pass", "--org", zeta)...)
 
-			db, _, err := openDB(t.Context(), url)
+			db, _, err := openDB(t.Context(), url, defaultDBMaxConns)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
 			var names []string

@@ -33,11 +33,18 @@ type benchData struct {
 	db               *sql.DB
 }
 
+// loadQuotations loads n quotations into a schema of their own.
 func loadQuotations(b *testing.B, n int) benchData {
 	b.Helper()
+	return loadQuotationsAt(b, testdb.PostgresURL(b), n)
+}
+
+// loadQuotationsAt migrates the database that dbURL names and loads n
+// quotations into it.
+func loadQuotationsAt(b *testing.B, dbURL string, n int) benchData {
+	b.Helper()
 	ctx := context.Background()
-	dbURL := testdb.PostgresURL(b)
-	db, _, _, err := openAndMigrate(ctx, dbURL)
+	db, _, _, err := openAndMigrate(ctx, dbURL, defaultDBMaxConns)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,8 +12,11 @@ import (
 	"strings"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/waybillhq/waybill/internal/migrate"
 )
@@ -48,6 +51,26 @@ const sqlitePragmas = "_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragm
 // openTimeout bounds the first connection to the database.
 const openTimeout = 30 * time.Second
 
+// The pool of a PostgreSQL database. A request holds a connection only while
+// its statements run, so a few connections serve many concurrent requests;
+// every connection is a backend process of PostgreSQL, which admits
+// max_connections of them (100 by default, 3 reserved for superusers) for
+// every replica and tool together.
+const (
+	// defaultDBMaxConns is the default of --db-max-conns: enough to keep a
+	// PostgreSQL server of 4 to 8 cores busy with one replica, small enough
+	// that five replicas fit in PostgreSQL's default max_connections with
+	// room for migrations, admin commands and psql.
+	defaultDBMaxConns = 16
+	// dbConnMaxLifetime retires a connection after this long, so that a
+	// PostgreSQL failover or a change of the DNS name behind the URL is
+	// picked up and no backend grows without bound.
+	dbConnMaxLifetime = 30 * time.Minute
+	// dbConnMaxIdleTime closes a connection unused for this long: after a
+	// burst, the pool shrinks back to what the load needs.
+	dbConnMaxIdleTime = 5 * time.Minute
+)
+
 // openDB opens the database that rawURL names and checks that it answers:
 //
 //   - postgres://... or postgresql://...: PostgreSQL, any URL that pgx
@@ -57,22 +80,42 @@ const openTimeout = 30 * time.Second
 //     (sqlite:///var/lib/waybill.db). Every connection has foreign keys on,
 //     a busy timeout of 5 s and the WAL journal.
 //
+// The pool of a PostgreSQL database opens at most maxConns connections and
+// keeps them open while they are used: under steady load no request opens a
+// connection of its own. A connection is retired after dbConnMaxLifetime,
+// or after dbConnMaxIdleTime unused.
+//
 // The pool of a SQLite database holds a single connection, so that the
 // writes of the process are serialized and a transaction that reads then
 // writes never fails with SQLITE_BUSY because another connection of the
 // same process wrote first. Code that holds a transaction must therefore not
 // use the *sql.DB until it ends.
-func openDB(ctx context.Context, rawURL string) (*sql.DB, migrate.Dialect, error) {
+func openDB(ctx context.Context, rawURL string, maxConns int) (*sql.DB, migrate.Dialect, error) {
+	if maxConns < 1 {
+		return nil, "", fmt.Errorf("the database pool needs at least 1 connection, not %d", maxConns)
+	}
 	driver, dsn, dialect, err := parseDatabaseURL(rawURL)
 	if err != nil {
 		return nil, "", err
 	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		return nil, "", fmt.Errorf("open database: %w", err)
-	}
-	if dialect == migrate.SQLite {
+	var db *sql.DB
+	switch dialect {
+	case migrate.SQLite:
+		if db, err = sql.Open(driver, dsn); err != nil {
+			return nil, "", fmt.Errorf("open database: %w", err)
+		}
 		db.SetMaxOpenConns(1)
+	default:
+		config, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			return nil, "", fmt.Errorf("database URL %s: %w", redactURL(rawURL), err)
+		}
+		config.BuildContextWatcherHandler = cancelQuery
+		db = stdlib.OpenDB(*config)
+		db.SetMaxOpenConns(maxConns)
+		db.SetMaxIdleConns(maxConns)
+		db.SetConnMaxLifetime(dbConnMaxLifetime)
+		db.SetConnMaxIdleTime(dbConnMaxIdleTime)
 	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
@@ -81,6 +124,22 @@ func openDB(ctx context.Context, rawURL string) (*sql.DB, migrate.Dialect, error
 		return nil, "", fmt.Errorf("open database %s: %w", redactURL(rawURL), err)
 	}
 	return db, dialect, nil
+}
+
+// cancelGrace is how long a statement whose request is over (its client
+// left, or its deadline passed) may take to stop once PostgreSQL was asked
+// to cancel it, before its connection is closed instead.
+const cancelGrace = 500 * time.Millisecond
+
+// cancelQuery makes pgx cancel a running statement whose context ends by
+// asking PostgreSQL to cancel it (a cancel request), so that the connection
+// stays open for the next request. By default pgx closes the connection
+// instead: under overload, when deadlines pass, that would turn every late
+// statement into a new connection, a backend process forked at the worst
+// moment. A PostgreSQL that does not answer within cancelGrace (a network
+// partition) gets its connection closed all the same.
+func cancelQuery(conn *pgconn.PgConn) ctxwatch.Handler {
+	return &pgconn.CancelRequestContextWatcherHandler{Conn: conn, DeadlineDelay: cancelGrace}
 }
 
 // parseDatabaseURL returns the database/sql driver, the DSN and the dialect
@@ -138,11 +197,12 @@ func migrateDB(ctx context.Context, db *sql.DB, dialect migrate.Dialect) ([]int,
 	return applied, newOAuthStore(db, dialect).Migrate(ctx)
 }
 
-// openAndMigrate opens the database that rawURL names and migrates it, as
-// every command that opens a database does first (SPEC section 7). It
-// returns the database, its dialect and the versions it applied.
-func openAndMigrate(ctx context.Context, rawURL string) (*sql.DB, migrate.Dialect, []int, error) {
-	db, dialect, err := openDB(ctx, rawURL)
+// openAndMigrate opens the database that rawURL names, with a pool of at
+// most maxConns connections (see openDB), and migrates it, as every command
+// that opens a database does first. It returns the database, its dialect
+// and the versions it applied.
+func openAndMigrate(ctx context.Context, rawURL string, maxConns int) (*sql.DB, migrate.Dialect, []int, error) {
+	db, dialect, err := openDB(ctx, rawURL, maxConns)
 	if err != nil {
 		return nil, "", nil, err
 	}

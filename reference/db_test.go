@@ -109,7 +109,7 @@ func TestOpenDB(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			db, dialect, err := openDB(t.Context(), b.url(t))
+			db, dialect, err := openDB(t.Context(), b.url(t), defaultDBMaxConns)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
 			assert.Equal(t, b.dialect, dialect)
@@ -145,14 +145,14 @@ func TestOpenDB(t *testing.T) {
 
 	t.Run("unreachable postgres", func(t *testing.T) {
 		t.Parallel()
-		_, _, err := openDB(t.Context(), "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=5")
+		_, _, err := openDB(t.Context(), "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=5", defaultDBMaxConns)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "open database postgres://u:xxxxx@127.0.0.1:1/x")
 		assert.NotContains(t, err.Error(), "hunter2")
 	})
 	t.Run("sqlite in a missing directory", func(t *testing.T) {
 		t.Parallel()
-		_, _, err := openDB(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "missing", "w.db"))
+		_, _, err := openDB(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "missing", "w.db"), defaultDBMaxConns)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "open database sqlite://")
 	})
@@ -160,7 +160,7 @@ func TestOpenDB(t *testing.T) {
 
 func TestReadyz(t *testing.T) {
 	t.Parallel()
-	db, _, err := openDB(t.Context(), "sqlite://"+testdb.SQLitePath(t))
+	db, _, err := openDB(t.Context(), "sqlite://"+testdb.SQLitePath(t), defaultDBMaxConns)
 	require.NoError(t, err)
 	h := newHandler(db, &oauth.Server{}, nil)
 

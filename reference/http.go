@@ -37,10 +37,14 @@ type handlerOptions struct {
 	// Logger receives the errors of the metrics handler; nil means
 	// slog.Default.
 	Logger *slog.Logger
+	// DBTimeout, when not zero, bounds every request's wait for the
+	// database (see withDeadline).
+	DBTimeout time.Duration
 }
 
 // newHandlerWith returns the routes of newHandler with what opts adds: from
-// the outside in, metrics, the edge and token limits, and the mux.
+// the outside in, metrics, the deadline, the edge and token limits, and the
+// mux.
 func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, opts handlerOptions) http.Handler {
 	mux := http.NewServeMux()
 	tokens.Mount(mux)
@@ -67,10 +71,36 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	if opts.Limits != nil {
 		h = opts.Limits.Wrap(h)
 	}
+	if opts.DBTimeout > 0 {
+		// Outside the limits: a Redis that does not answer spends the same
+		// budget as the database, so a request still ends within the bound.
+		h = withDeadline(h, opts.DBTimeout)
+	}
 	if opts.Metrics != nil {
 		h = opts.Metrics.instrument(mux, h)
 	}
 	return h
+}
+
+// defaultDBTimeout is the default of --db-timeout. It is short enough that a
+// client learns of an outage or of overload within seconds, and long enough
+// for the statements of any request of this API, which its indexes keep in
+// milliseconds, and for a queue of requests waiting for a connection.
+const defaultDBTimeout = 2 * time.Second
+
+// withDeadline gives every request a deadline of d from its arrival for
+// what it asks of the database: the wait for a free connection of the pool,
+// connecting, and its statements. A request that hits it is answered 503
+// temporarily_unavailable with Retry-After (see apierrors.From), instead of
+// waiting as long as the database or the pool takes. Requests that use no
+// database (the probes, the metrics) are unaffected; /readyz bounds its own
+// ping.
+func withDeadline(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // handleHealthz is the liveness probe: 200 {"status":"ok"} while the process

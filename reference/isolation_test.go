@@ -141,7 +141,7 @@ func TestTenantIsolation(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 42))
 
 			ctx := context.Background()
-			db, dialect, _, err := openAndMigrate(ctx, b.url(t))
+			db, dialect, _, err := openAndMigrate(ctx, b.url(t), defaultDBMaxConns)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
 			tenants := []isoTenant{seedTenant(t, db, dialect, "Alpha", seed), seedTenant(t, db, dialect, "Beta", seed+1)}

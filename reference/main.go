@@ -25,6 +25,13 @@
 //	--rate-token N           requests per minute of each client_id to the token endpoints (default 30)
 //	--redis-url URL          keep the rate limits in Redis, shared by the replicas (default: in process)
 //	--redis-prefix PREFIX    prefix of the rate limits' Redis keys (default waybill:rl:)
+//	--db-max-conns N         most PostgreSQL connections the server holds, kept open (default 16)
+//	--db-timeout D           longest a request waits for the database before 503 (default 2s)
+//
+// A request that cannot get the database within --db-timeout (no free
+// connection, the database unreachable or too slow) is answered 503
+// temporarily_unavailable with Retry-After; a request whose client left is
+// logged at info level with status 499.
 //
 // A rate of 0 disables that limit. When Redis does not answer, requests pass
 // unlimited; each failure is logged (at most one line per 10 s) and counted.
@@ -43,8 +50,6 @@
 // limit refusals and errors, Go and process metrics).
 // The admin commands print one JSON object on stdout; on error they print a
 // message on stderr and exit 1.
-//
-// SPEC section 7 describes the whole binary.
 package main
 
 import (
@@ -141,7 +146,10 @@ migrates it first.
 
 serve limits requests per minute (--rate-rest, --rate-edge, --rate-token; 0
 disables one), in process or, with --redis-url, across the replicas sharing
-that Redis, and serves Prometheus metrics at GET /metrics.
+that Redis, and serves Prometheus metrics at GET /metrics. It holds at most
+--db-max-conns PostgreSQL connections (default 16) and answers 503
+temporarily_unavailable to a request that cannot get the database within
+--db-timeout (default 2s).
 `
 
 // printUsage writes the help text to w.

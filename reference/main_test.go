@@ -244,7 +244,7 @@ func TestRunNoArgs(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NoError(t, stop())
 
-	db, _, err := openDB(t.Context(), dbURL)
+	db, _, err := openDB(t.Context(), dbURL, defaultDBMaxConns)
 	require.NoError(t, err)
 	defer db.Close()
 	var demo int
@@ -320,17 +320,21 @@ func TestParseServeFlags(t *testing.T) {
 		want    serveConfig
 		wantErr string
 	}{
-		{name: "defaults", want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits}},
-		{name: "flag", args: []string{"--addr", "127.0.0.1:9000"}, want: serveConfig{Addr: "127.0.0.1:9000", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits}},
-		{name: "flag with =", args: []string{"-addr=:9001", "-demo"}, want: serveConfig{Addr: ":9001", DatabaseURL: defaultDatabaseURL, Demo: true, Limits: defaultLimits}},
-		{name: "environment", env: map[string]string{"WAYBILL_ADDR": "0.0.0.0:80", "WAYBILL_DEMO": "true"}, want: serveConfig{Addr: "0.0.0.0:80", DatabaseURL: defaultDatabaseURL, Demo: true, Limits: defaultLimits}},
-		{name: "empty environment is unset", env: map[string]string{"WAYBILL_ADDR": ""}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits}},
-		{name: "flag wins over environment", args: []string{"--addr", "127.0.0.1:1"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:2"}, want: serveConfig{Addr: "127.0.0.1:1", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits}},
-		{name: "false flag wins over true environment", args: []string{"--demo=false"}, env: map[string]string{"WAYBILL_DEMO": "1"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits}},
-		{name: "environment fills the flags not given", args: []string{"--demo"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:3"}, want: serveConfig{Addr: "127.0.0.1:3", DatabaseURL: defaultDatabaseURL, Demo: true, Limits: defaultLimits}},
-		{name: "other variables ignored", env: map[string]string{"ADDR": "x", "WAYBILL_ADDRESS": "y"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits}},
-		{name: "database URL flag", args: []string{"--database-url", "postgres://db/w"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: "postgres://db/w", Limits: defaultLimits}},
-		{name: "database URL environment", env: map[string]string{"WAYBILL_DATABASE_URL": "sqlite:///var/lib/w.db"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: "sqlite:///var/lib/w.db", Limits: defaultLimits}},
+		{name: "defaults", want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "flag", args: []string{"--addr", "127.0.0.1:9000"}, want: serveConfig{Addr: "127.0.0.1:9000", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "flag with =", args: []string{"-addr=:9001", "-demo"}, want: serveConfig{Addr: ":9001", DatabaseURL: defaultDatabaseURL, Demo: true, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "environment", env: map[string]string{"WAYBILL_ADDR": "0.0.0.0:80", "WAYBILL_DEMO": "true"}, want: serveConfig{Addr: "0.0.0.0:80", DatabaseURL: defaultDatabaseURL, Demo: true, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "empty environment is unset", env: map[string]string{"WAYBILL_ADDR": ""}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "flag wins over environment", args: []string{"--addr", "127.0.0.1:1"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:2"}, want: serveConfig{Addr: "127.0.0.1:1", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "false flag wins over true environment", args: []string{"--demo=false"}, env: map[string]string{"WAYBILL_DEMO": "1"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "environment fills the flags not given", args: []string{"--demo"}, env: map[string]string{"WAYBILL_ADDR": "127.0.0.1:3"}, want: serveConfig{Addr: "127.0.0.1:3", DatabaseURL: defaultDatabaseURL, Demo: true, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "other variables ignored", env: map[string]string{"ADDR": "x", "WAYBILL_ADDRESS": "y"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "database URL flag", args: []string{"--database-url", "postgres://db/w"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: "postgres://db/w", Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "database URL environment", env: map[string]string{"WAYBILL_DATABASE_URL": "sqlite:///var/lib/w.db"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: "sqlite:///var/lib/w.db", Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout}},
+		{name: "database pool flags", args: []string{"--db-max-conns", "4", "--db-timeout", "750ms"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: 4, DBTimeout: 750 * time.Millisecond}},
+		{name: "database pool environment", env: map[string]string{"WAYBILL_DB_MAX_CONNS": "32", "WAYBILL_DB_TIMEOUT": "5s"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: 32, DBTimeout: 5 * time.Second}},
+		{name: "no connections", args: []string{"--db-max-conns", "0"}, wantErr: "--db-max-conns must be at least 1"},
+		{name: "no time", args: []string{"--db-timeout", "0s"}, wantErr: "--db-timeout must be positive"},
 		{name: "bad boolean in environment", env: map[string]string{"WAYBILL_DEMO": "yes please"}, wantErr: "WAYBILL_DEMO"},
 		{name: "unknown flag", args: []string{"--port", "1"}, wantErr: "flag provided but not defined: -port"},
 		{name: "missing value", args: []string{"--addr"}, wantErr: "flag needs an argument: -addr"},

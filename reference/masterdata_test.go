@@ -21,7 +21,7 @@ func TestMasterData(t *testing.T) {
 			org := createID(t, "admin", "org", "create", "--name", "Acme Freight", "--database-url", url)
 			other := createID(t, "admin", "org", "create", "--name", "Zeta", "--database-url", url)
 
-			db, _, err := openDB(t.Context(), url)
+			db, _, err := openDB(t.Context(), url, defaultDBMaxConns)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
 			for _, id := range []string{org, other} {

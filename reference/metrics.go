@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -20,10 +21,13 @@ const pathMetrics = "/metrics"
 //
 //	http_requests_total{route, method, code}         requests answered
 //	http_request_duration_seconds{route, method}     how long they took
+//	http_requests_in_flight                          requests being handled now
 //	waybill_ratelimit_rejected_total{limit}          requests refused 429 by a limit
 //	waybill_ratelimit_errors_total{limit}            limiter failures, requests let through
 //
-// and the collectors of the Go runtime (go_*) and the process (process_*).
+// the collectors of the Go runtime (go_*) and the process (process_*), and,
+// once watchDB is called, those of the database pool (go_sql_*{db_name}:
+// open, in use and idle connections, waits for a free one and their time).
 //
 // Every label is bounded: route is the ServeMux pattern that served the
 // request ("GET /v1/{scopeId}/orders", "/" for the catch-all), never the
@@ -33,6 +37,7 @@ type metrics struct {
 	registry      *prometheus.Registry
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
+	inFlight      prometheus.Gauge
 	limitRejected *prometheus.CounterVec
 	limitErrors   *prometheus.CounterVec
 }
@@ -50,6 +55,10 @@ func newMetrics() *metrics {
 			Help:    "Time from the start of a request's handling until its handler returned, by route and method.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route", "method"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "http_requests_in_flight",
+			Help: "Requests being handled now.",
+		}),
 		limitRejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "waybill_ratelimit_rejected_total",
 			Help: "Requests refused with 429 rate_limited, by limit (rest, edge, token).",
@@ -60,11 +69,16 @@ func newMetrics() *metrics {
 		}, []string{"limit"}),
 	}
 	m.registry.MustRegister(
-		m.requests, m.duration, m.limitRejected, m.limitErrors,
+		m.requests, m.duration, m.inFlight, m.limitRejected, m.limitErrors,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// watchDB adds the statistics of db's connection pool, labelled db_name.
+func (m *metrics) watchDB(db *sql.DB, name string) {
+	m.registry.MustRegister(collectors.NewDBStatsCollector(db, name))
 }
 
 // initLimit makes the counters of the limit name exist from the start, at
@@ -90,6 +104,8 @@ func (m *metrics) handler(logger *slog.Logger) http.Handler {
 func (m *metrics) instrument(mux *http.ServeMux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		m.inFlight.Inc()
+		defer m.inFlight.Dec()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)

@@ -17,7 +17,7 @@ import (
 func TestIntegerFilterRange(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, d, _, err := openAndMigrate(ctx, testdb.PostgresURL(t))
+	db, d, _, err := openAndMigrate(ctx, testdb.PostgresURL(t), defaultDBMaxConns)
 	require.NoError(t, err)
 	ten := seedTenant(t, db, d, "P", 1)
 	store := newOAuthStore(db, d)

@@ -208,7 +208,7 @@ func TestResourceTables(t *testing.T) {
 // openTestDB opens and migrates a new database of the backend.
 func openTestDB(t *testing.T, b backend) *sql.DB {
 	t.Helper()
-	db, dialect, err := openDB(t.Context(), b.url(t))
+	db, dialect, err := openDB(t.Context(), b.url(t), defaultDBMaxConns)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	_, err = migrateDB(t.Context(), db, dialect)

@@ -44,6 +44,12 @@ type serveConfig struct {
 	// JWTPreviousSecret still verifies the tokens of the secret before
 	// JWTSecret, during a rotation.
 	JWTPreviousSecret string
+	// DBMaxConns bounds the PostgreSQL connections of the server (see
+	// openDB); SQLite always has one.
+	DBMaxConns int
+	// DBTimeout bounds how long a request may wait for the database (see
+	// withDeadline).
+	DBTimeout time.Duration
 	// Limits configures the rate limits (--rate-*, --redis-url); its zero
 	// value is the defaults of SPEC section 6, in process.
 	Limits limitsConfig
@@ -61,9 +67,17 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.StringVar(&cfg.Issuer, "issuer", "", "issuer `URL` of the tokens and base of the OAuth endpoints (default http://ADDR)")
 	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
 	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most PostgreSQL `connections` the server holds, kept open while used; replicas × this must stay below PostgreSQL's max_connections")
+	fs.DurationVar(&cfg.DBTimeout, "db-timeout", defaultDBTimeout, "longest a request waits for the database (a free connection, connecting, its statements) before it is answered 503 temporarily_unavailable")
 	limitsFlags(fs, &cfg.Limits)
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
+	}
+	if cfg.DBMaxConns < 1 {
+		return serveConfig{}, fmt.Errorf("serve: --db-max-conns must be at least 1, not %d", cfg.DBMaxConns)
+	}
+	if cfg.DBTimeout <= 0 {
+		return serveConfig{}, fmt.Errorf("serve: --db-timeout must be positive, not %v", cfg.DBTimeout)
 	}
 	return cfg, nil
 }
@@ -95,7 +109,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: %w", err)
 	}
 
-	db, dialect, applied, err := openAndMigrate(ctx, cfg.DatabaseURL)
+	db, dialect, applied, err := openAndMigrate(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("serve: %w", err)
@@ -105,7 +119,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 			logger.Error("close database", "error", err.Error())
 		}
 	}()
-	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", applied)
+	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", applied,
+		"max_conns", db.Stats().MaxOpenConnections, "timeout", cfg.DBTimeout.String())
 
 	store := newOAuthStore(db, dialect)
 	keys, err := signingKeys(ctx, store, cfg.JWTSecret, cfg.JWTPreviousSecret)
@@ -128,6 +143,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: %w", err)
 	}
 	metrics := newMetrics()
+	metrics.watchDB(db, string(dialect))
 	limits, err := newRateLimits(ctx, cfg.Limits, metrics, logger)
 	if err != nil {
 		_ = ln.Close()
@@ -141,7 +157,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	api.Middleware = limits.REST()
 
 	srv := &http.Server{
-		Handler:           newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger}),
+		Handler:           newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger, DBTimeout: cfg.DBTimeout}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -60,6 +60,44 @@ func PostgresURL(t testing.TB) string {
 	return u
 }
 
+// PostgresDatabaseURL returns the URL of a new, empty PostgreSQL database that belongs to
+// t alone, dropped in t.Cleanup with DROP DATABASE ... WITH (FORCE), which also ends any
+// session still connected to it. It is for tests that count the connections or sessions
+// of one database exactly (pg_stat_activity filtered by datname, pg_stat_database); a
+// test that only needs tables of its own should take the cheaper [PostgresURL].
+//
+// The server is the one of [PostgresURL], with the same rules when there is none. The
+// database is named "t_" followed by 16 random hexadecimal characters, created from
+// template0 with encoding UTF8 and the C.UTF-8 collation and character classification.
+// The URL is the server's with the database name in its path, keeping every query
+// parameter.
+func PostgresDatabaseURL(t testing.TB) string {
+	t.Helper()
+	base, admin := pg.get(t, setupPostgres)
+
+	name := "t_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name+
+		" TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"); err != nil {
+		t.Fatalf("testdb: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("testdb: drop database %s: %v", name, err)
+		}
+	})
+
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err) // Unreachable: setupPostgres parsed base already.
+	}
+	u.Path, u.RawPath = "/"+name, ""
+	return u.String()
+}
+
 // Postgres returns a *sql.DB (driver "pgx" from github.com/jackc/pgx/v5/stdlib) on
 // [PostgresURL](t), closed in t.Cleanup before the schema is dropped. The pool opens at
 // most 8 connections.

@@ -1,6 +1,6 @@
 // Package testdb gives each test its own PostgreSQL schema, SQLite file or Redis key prefix.
 //
-// Tests call [Postgres], [PostgresURL], [SQLite], [SQLitePath] or [Redis] and get a
+// Tests call [Postgres], [PostgresURL], [PostgresDatabaseURL], [SQLite], [SQLitePath] or [Redis] and get a
 // database or key space that no other test sees and that is removed in t.Cleanup, so
 // tests may call t.Parallel freely.
 //

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,6 +126,84 @@ func TestPostgresSchemaLifecycle(t *testing.T) {
 	require.NoError(t, outer.QueryRowContext(t.Context(),
 		`SELECT count(*) FROM pg_namespace WHERE nspname = $1`, innerSchema).Scan(&n))
 	assert.Zero(t, n, "schema %s of the finished subtest still exists", innerSchema)
+	assert.Equal(t, []string{"outer"}, itemNames(t, outer))
+}
+
+// databaseOf returns the database name of a URL from testdb.PostgresDatabaseURL.
+func databaseOf(t *testing.T, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(t, err)
+	name := strings.TrimPrefix(u.Path, "/")
+	require.Regexp(t, `^t_[0-9a-f]{16}$`, name)
+	return name
+}
+
+// openPool opens a pool on rawURL, checks that it connects, and closes it in t.Cleanup.
+func openPool(t *testing.T, rawURL string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", rawURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	require.NoError(t, db.PingContext(t.Context()))
+	return db
+}
+
+// TestPostgresDatabaseLifecycle checks that PostgresDatabaseURL names a database of its
+// own, created as the project's databases are, that a nested test gets another one
+// whose tables the first does not see, and that cleanup drops it even while a session
+// is still connected to it.
+func TestPostgresDatabaseLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background() // t.Context is gone by the time cleanups have run.
+	outerURL := testdb.PostgresDatabaseURL(t)
+	outerName := databaseOf(t, outerURL)
+	outer := openPool(t, outerURL)
+	outer.SetMaxOpenConns(1)
+
+	var current, encoding, collate, ctype string
+	require.NoError(t, outer.QueryRowContext(ctx, `SELECT current_database(), pg_encoding_to_char(encoding), datcollate, datctype
+		FROM pg_database WHERE datname = current_database()`).Scan(&current, &encoding, &collate, &ctype))
+	assert.Equal(t, outerName, current)
+	assert.Equal(t, []string{"UTF8", "C.UTF-8", "C.UTF-8"}, []string{encoding, collate, ctype})
+	createItems(t, outer, "outer")
+
+	// The pool's one connection is the only client session on the database.
+	var sessions int
+	require.NoError(t, outer.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = $1 AND backend_type = 'client backend'`, outerName).Scan(&sessions))
+	assert.Equal(t, 1, sessions)
+
+	var innerName string
+	var lingering *sql.DB // a pool on the inner database, closed only when this test ends
+	t.Cleanup(func() {
+		if lingering != nil {
+			_ = lingering.Close()
+		}
+	})
+	t.Run("inner", func(t *testing.T) {
+		innerURL := testdb.PostgresDatabaseURL(t)
+		innerName = databaseOf(t, innerURL)
+		assert.NotEqual(t, outerName, innerName)
+		db := openPool(t, innerURL)
+
+		_, err := db.ExecContext(ctx, `SELECT name FROM items`)
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr, "the outer test's table is visible")
+		assert.Equal(t, "42P01", pgErr.Code, "undefined_table: %v", err)
+		createItems(t, db, "inner")
+		assert.Equal(t, []string{"inner"}, itemNames(t, db))
+
+		// A session still open at cleanup does not keep the database alive.
+		lingering, err = sql.Open("pgx", innerURL)
+		require.NoError(t, err)
+		require.NoError(t, lingering.PingContext(ctx))
+	})
+	require.NotEmpty(t, innerName)
+
+	var n int
+	require.NoError(t, outer.QueryRowContext(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, innerName).Scan(&n))
+	assert.Zero(t, n, "database %s of the finished subtest still exists", innerName)
 	assert.Equal(t, []string{"outer"}, itemNames(t, outer))
 }
 

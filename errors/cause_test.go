@@ -1,0 +1,134 @@
+package errors_test
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+)
+
+// pgError has the method by which From recognizes pgx's *pgconn.PgError.
+type pgError struct{ state string }
+
+func (e *pgError) Error() string    { return "pg error " + e.state }
+func (e *pgError) SQLState() string { return e.state }
+
+func TestFrom(t *testing.T) {
+	t.Parallel()
+	dialErr := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	tests := []struct {
+		name       string
+		err        error
+		wantCode   string
+		wantStatus int
+		wantRetry  string
+	}{
+		{"api error stays", apierrors.NotFound("no order"), "not_found", 404, ""},
+		{"api error wrapping a cancellation stays", apierrors.InvalidRequest("bad").Wrap(context.Canceled), "invalid_request", 400, ""},
+		{"plain error", errors.New("boom"), "server_error", 500, ""},
+		{"text that only reads like an outage", errors.New("connection refused"), "server_error", 500, ""},
+		{"Internal without a cause", apierrors.Internal(nil), "server_error", 500, ""},
+		{"Internal of a plain error", apierrors.Internal(errors.New("boom")), "server_error", 500, ""},
+		{"constraint violation", fmt.Errorf("insert: %w", &pgError{"23505"}), "server_error", 500, ""},
+		{"cancelled", context.Canceled, "client_closed_request", 499, ""},
+		{"Internal of a wrapped cancellation", apierrors.Internal(fmt.Errorf("list: %w", context.Canceled)), "client_closed_request", 499, ""},
+		{"deadline", context.DeadlineExceeded, "temporarily_unavailable", 503, "1"},
+		{"Internal of a wrapped deadline", apierrors.Internal(fmt.Errorf("query: %w", context.DeadlineExceeded)), "temporarily_unavailable", 503, "1"},
+		{"dial refused", fmt.Errorf("connect: %w", dialErr), "temporarily_unavailable", 503, "5"},
+		{"connection reset", fmt.Errorf("read: %w", syscall.ECONNRESET), "temporarily_unavailable", 503, "5"},
+		{"unexpected EOF", apierrors.Internal(fmt.Errorf("receive: %w", io.ErrUnexpectedEOF)), "temporarily_unavailable", 503, "5"},
+		{"bad connection", driver.ErrBadConn, "temporarily_unavailable", 503, "5"},
+		{"connection exception", &pgError{"08006"}, "temporarily_unavailable", 503, "5"},
+		{"too many connections", &pgError{"53300"}, "temporarily_unavailable", 503, "5"},
+		{"admin shutdown", &pgError{"57P01"}, "temporarily_unavailable", 503, "5"},
+		{"cannot connect now", &pgError{"57P03"}, "temporarily_unavailable", 503, "5"},
+		{"statement cancelled", &pgError{"57014"}, "temporarily_unavailable", 503, "1"},
+		{"a short SQLSTATE", &pgError{"08"}, "server_error", 500, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := apierrors.From(tt.err)
+			assert.Equal(t, tt.wantCode, e.Code)
+			assert.Equal(t, tt.wantStatus, e.Status)
+			assert.Equal(t, tt.wantRetry, e.Header.Get("Retry-After"))
+			assert.ErrorIs(t, e, tt.err, "err stays in the chain, for the log")
+		})
+	}
+}
+
+func TestWriteDerivedAnswers(t *testing.T) {
+	t.Run("a cancelled request is a 499 logged at info", func(t *testing.T) {
+		logs := captureLog(t)
+		rec := write(t, http.MethodGet, "/v1/x/orders", apierrors.Internal(fmt.Errorf("list: %w", context.Canceled)))
+		assert.Equal(t, apierrors.StatusClientClosedRequest, rec.Code)
+		var entry map[string]any
+		require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "log %q", logs.String())
+		assert.Equal(t, "INFO", entry["level"])
+		assert.Equal(t, "request abandoned by the client", entry["msg"])
+		assert.EqualValues(t, 499, entry["status"])
+	})
+
+	t.Run("a deadline is a 503 with Retry-After, logged as a warning", func(t *testing.T) {
+		logs := captureLog(t)
+		rec := write(t, http.MethodPost, "/v1/oauth/token", fmt.Errorf("load app: %w", context.DeadlineExceeded))
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+		body := decode(t, rec)
+		assert.Equal(t, "temporarily_unavailable", body.Error)
+		assert.NotContains(t, body.Description, "deadline", "the cause is not shown")
+		var entry map[string]any
+		require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "log %q", logs.String())
+		assert.Equal(t, "WARN", entry["level"])
+		assert.Contains(t, entry["error"], "deadline exceeded")
+	})
+
+	t.Run("an unreachable database is a 503 with a longer Retry-After", func(t *testing.T) {
+		captureLog(t)
+		rec := write(t, http.MethodGet, "/v1/x/orders", &pgError{"57P01"})
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "5", rec.Header().Get("Retry-After"))
+		assert.Equal(t, "temporarily_unavailable", decode(t, rec).Error)
+	})
+}
+
+func TestFromRequest(t *testing.T) {
+	t.Parallel()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	late, cancelLate := context.WithTimeout(context.Background(), -1)
+	defer cancelLate()
+	tests := []struct {
+		name       string
+		ctx        context.Context
+		err        error
+		wantStatus int
+	}{
+		{"client left: a statement the database cancelled", gone, &pgError{"57014"}, 499},
+		{"client left: any server error", gone, errors.New("boom"), 499},
+		{"client left: a client error stays", gone, apierrors.NotFound("no order"), 404},
+		{"deadline passed: a cancelled statement is overload", late, &pgError{"57014"}, 503},
+		{"deadline passed: a server error stays", late, errors.New("boom"), 500},
+		{"live request", context.Background(), &pgError{"57014"}, 503},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := http.NewRequestWithContext(tt.ctx, http.MethodGet, "/", nil)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantStatus, apierrors.FromRequest(r, tt.err).Status)
+		})
+	}
+}
