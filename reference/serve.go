@@ -67,7 +67,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.StringVar(&cfg.Issuer, "issuer", "", "issuer `URL` of the tokens and base of the OAuth endpoints (default http://ADDR)")
 	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
 	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
-	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most PostgreSQL `connections` the server holds, kept open while used; replicas × this must stay below PostgreSQL's max_connections")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most PostgreSQL `connections` the server holds, kept open while used; replicas × this must stay below PostgreSQL's max_connections (behind PgBouncer: its max_client_conn)")
 	fs.DurationVar(&cfg.DBTimeout, "db-timeout", defaultDBTimeout, "longest a request waits for the database (a free connection, connecting, its statements) before it is answered 503 temporarily_unavailable")
 	limitsFlags(fs, &cfg.Limits)
 	if err := parseFlags(fs, args, getenv, help); err != nil {
