@@ -12,8 +12,11 @@
 //
 //	return apierrors.NotFound("no quotation %s", id)
 //
-// Errors that are not an *Error (a database failure, a bug) are answered as
-// 500 server_error with a fixed description; their text is logged, never sent.
+// Errors that are not an *Error are judged by what they are (see From): a
+// client that went away is logged with status 499; a deadline that passed or
+// a database that cannot be reached is 503 temporarily_unavailable with
+// Retry-After; anything else (a bug, say) is 500 server_error with a fixed
+// description. Their text is logged, never sent.
 package errors
 
 import (

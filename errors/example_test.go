@@ -1,6 +1,7 @@
 package errors_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -91,4 +92,22 @@ func ExampleError_Wrap() {
 	// Output:
 	// true
 	// no order 7
+}
+
+// From judges an error that is not an *Error by its cause: a deadline is
+// overload (503 with Retry-After), a cancellation a client that left (499),
+// anything else a 500.
+func ExampleFrom() {
+	for _, err := range []error{
+		fmt.Errorf("list orders: %w", context.DeadlineExceeded),
+		apierrors.Internal(fmt.Errorf("list orders: %w", context.Canceled)),
+		errors.New("nil map"),
+	} {
+		e := apierrors.From(err)
+		fmt.Printf("%d %s retry-after=%q\n", e.Status, e.Code, e.Header.Get("Retry-After"))
+	}
+	// Output:
+	// 503 temporarily_unavailable retry-after="1"
+	// 499 client_closed_request retry-after=""
+	// 500 server_error retry-after=""
 }
