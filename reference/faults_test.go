@@ -15,12 +15,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,63 +57,6 @@ func ftNew(t *testing.T) ftSetup {
 	q.Set("application_name", ftAppName)
 	u.RawQuery = q.Encode()
 	return ftSetup{dbURL: dbURL, proxy: proxy, proxyURL: u.String(), tenant: newRLTenant(t, dbURL, "Acme")}
-}
-
-// ftProcess is a server process that a test may signal and wait for.
-type ftProcess struct {
-	url    string
-	logs   *syncBuffer
-	cmd    *exec.Cmd
-	exited chan error // receives Wait's result once
-}
-
-// ftStart starts the built binary's serve command with args (rate limits
-// off) and waits for its address. The process is killed in t.Cleanup if it
-// still runs.
-func ftStart(t *testing.T, bin string, args ...string) *ftProcess {
-	t.Helper()
-	args = append([]string{"serve", "--addr", "127.0.0.1:0", "--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0"}, args...)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "WAYBILL_") })
-	stdoutR, stdoutW := io.Pipe()
-	cmd.Stdout = stdoutW
-	p := &ftProcess{logs: &syncBuffer{}, cmd: cmd, exited: make(chan error, 1)}
-	cmd.Stderr = p.logs
-	require.NoError(t, cmd.Start())
-	go func() {
-		err := cmd.Wait()
-		_ = stdoutW.Close()
-		p.exited <- err
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	p.url = readURL(t, stdoutR)
-	return p
-}
-
-// stop sends SIGTERM and returns the exit error, or fails t when the
-// process does not exit within wait.
-func (p *ftProcess) stop(t *testing.T) error {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case err := <-p.exited:
-		return err
-	case <-time.After(wait):
-		t.Fatalf("no exit within %v of SIGTERM; logs:\n%s", wait, p.logs)
-		return nil
-	}
-}
-
-// errorLines returns the log lines of level ERROR.
-func (p *ftProcess) errorLines(t *testing.T) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, l := range logLines(t, p.logs.String()) {
-		if l["level"] == "ERROR" {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 // ftClient is an HTTP client for many concurrent requests to one server:
@@ -284,7 +223,7 @@ func TestPoolBoundedUnderLoad(t *testing.T) {
 	const maxConns, clients = 4, 16
 	s := ftNew(t)
 	bin := buildBinary(t)
-	p := ftStart(t, bin, "--database-url", s.proxyURL, "--db-max-conns", fmt.Sprint(maxConns))
+	p := startProc(t, bin, nil, serveArgs("--database-url", s.proxyURL, "--db-max-conns", fmt.Sprint(maxConns))...)
 	backends := ftWatch(t, s.dbURL)
 	token := rlToken(t, p.url, s.tenant)
 	before := backends.sessions(t)
@@ -327,7 +266,7 @@ func TestOverloadIsAnswered503(t *testing.T) {
 	const maxConns, clients = 2, 300
 	s := ftNew(t)
 	bin := buildBinary(t)
-	p := ftStart(t, bin, "--database-url", s.proxyURL, "--db-max-conns", fmt.Sprint(maxConns), "--db-timeout", "500ms")
+	p := startProc(t, bin, nil, serveArgs("--database-url", s.proxyURL, "--db-max-conns", fmt.Sprint(maxConns), "--db-timeout", "500ms")...)
 	backends := ftWatch(t, s.dbURL)
 	token := rlToken(t, p.url, s.tenant)
 	// Every statement takes at least 40 ms: two connections serve at most
@@ -380,7 +319,7 @@ func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	s := ftNew(t)
 	bin := buildBinary(t)
-	p := ftStart(t, bin, "--database-url", s.proxyURL, "--db-max-conns", "4") // --db-timeout: the default, 2 s
+	p := startProc(t, bin, nil, serveArgs("--database-url", s.proxyURL, "--db-max-conns", "4")...) // --db-timeout: the default, 2 s
 	token := rlToken(t, p.url, s.tenant)
 	client := ftClient(4)
 	probe := func(path string) ftAnswer {
@@ -441,7 +380,7 @@ func TestShutdownDrainsRequests(t *testing.T) {
 	const inFlight = 8
 	s := ftNew(t)
 	bin := buildBinary(t)
-	p := ftStart(t, bin, "--database-url", s.proxyURL, "--db-max-conns", "4", "--db-timeout", "20s")
+	p := startProc(t, bin, nil, serveArgs("--database-url", s.proxyURL, "--db-max-conns", "4", "--db-timeout", "20s")...)
 	token := rlToken(t, p.url, s.tenant)
 	// Each statement now takes at least 400 ms.
 	s.proxy.SetDelay(200 * time.Millisecond)
@@ -477,7 +416,7 @@ func TestAbandonedRequest(t *testing.T) {
 	t.Parallel()
 	s := ftNew(t)
 	bin := buildBinary(t)
-	p := ftStart(t, bin, "--database-url", s.proxyURL, "--db-max-conns", "4")
+	p := startProc(t, bin, nil, serveArgs("--database-url", s.proxyURL, "--db-max-conns", "4")...)
 	token := rlToken(t, p.url, s.tenant)
 	s.proxy.SetDelay(300 * time.Millisecond)
 

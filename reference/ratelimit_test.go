@@ -8,13 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -563,40 +560,4 @@ func buildBinary(t *testing.T) string {
 	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "go build:\n%s", out)
 	return bin
-}
-
-// startProcess runs the binary with args, in this process's environment
-// without its WAYBILL_* variables but for those of vars, waits for the
-// address it prints, and stops it with SIGTERM when t ends, checking a
-// clean exit. It returns the server's URL and its log.
-func startProcess(t *testing.T, bin string, vars map[string]string, args ...string) (string, *syncBuffer) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "WAYBILL_") })
-	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stdoutR, stdoutW := io.Pipe()
-	cmd.Stdout = stdoutW
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() {
-		err := cmd.Wait()
-		_ = stdoutW.Close()
-		exited <- err
-	}()
-	url := readURL(t, stdoutR)
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			assert.NoError(t, err, "exit after SIGTERM; stderr:\n%s", logs)
-		case <-time.After(wait):
-			_ = cmd.Process.Kill()
-			t.Errorf("no exit after SIGTERM; stderr:\n%s", logs)
-		}
-	})
-	return url, logs
 }
