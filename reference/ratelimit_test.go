@@ -552,12 +552,18 @@ func TestNewRedisClient(t *testing.T) {
 }
 
 // buildBinary builds the waybill binary into a directory of t's.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
+	t.Helper()
+	return buildPackage(t, t.TempDir(), "waybill", ".")
+}
+
+// buildPackage builds the package pkg into dir/name.
+func buildPackage(t testing.TB, dir, name, pkg string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "building the binary needs the go command on PATH")
-	bin := filepath.Join(t.TempDir(), "waybill")
-	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build:\n%s", out)
+	require.NoError(t, err, "building %s needs the go command on PATH", pkg)
+	bin := filepath.Join(dir, name)
+	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, pkg).CombinedOutput()
+	require.NoError(t, err, "go build %s:\n%s", pkg, out)
 	return bin
 }
