@@ -80,8 +80,8 @@ func describeDecodeError(err error) string {
 	return err.Error()
 }
 
-// Parse reads limit, offset, sort and filter from values as SPEC section 4
-// says. Any other parameter that the schema does not list in Params is
+// Parse reads limit, offset, sort and filter from values, as the package
+// documentation describes them. Any other parameter that the schema does not list in Params is
 // rejected: a filter is never dropped silently. Every error is an
 // invalid_request *apierrors.Error that names the parameter or field and
 // the reason.

@@ -37,7 +37,8 @@ func (t Type) String() string {
 // Op is a filter operator, as written in filter=field:op:value.
 type Op string
 
-// The filter operators of SPEC section 4.
+// The filter operators. Values are always bound parameters; like and ilike
+// take % as their only wildcard.
 const (
 	Eq     Op = "eq"     // equal
 	Ne     Op = "ne"     // not equal; like SQL's <>, it never matches NULL
@@ -52,7 +53,7 @@ const (
 )
 
 // DefaultOps returns the operators a field of type t allows unless it says
-// otherwise (SPEC section 3): uuid and enum eq, ne, in, isnull; string adds
+// otherwise: uuid and enum eq, ne, in, isnull; string adds
 // like and ilike; integer, number, date and timestamp add gt, gte, lt, lte;
 // boolean eq, ne, isnull. A field may narrow this set but never widen it.
 func DefaultOps(t Type) []Op {

@@ -8,9 +8,8 @@ import (
 	"github.com/waybillhq/waybill/tenancy"
 )
 
-// This file declares the fifteen resources of the transport management API
-// (SPEC section 3): their fields, whitelists, bounds, references and the
-// hooks that carry their domain rules (rules.go). The tables and views they
+// This file declares the fifteen resources of the transport management API:
+// their fields, whitelists, bounds, references and the hooks that carry their domain rules (rules.go). The tables and views they
 // read are in migrations/*/0002_resources.sql, one column per field.
 //
 // Conventions of the declarations below:
@@ -45,7 +44,8 @@ const (
 )
 
 // resources returns the declarations of every resource the reference
-// server serves, in the order of SPEC section 3's scope table.
+// server serves: the organization-scoped ones, then the branch-scoped ones,
+// then the branch-or-null ones.
 func resources() []*resource.Resource {
 	return []*resource.Resource{
 		branchesResource(),
@@ -168,8 +168,7 @@ func vehiclesResource() *resource.Resource {
 
 // Writable, branch-scoped.
 
-// accountsResource holds the branch's customers and carriers (SPEC section
-// 3).
+// accountsResource holds the branch's customers and carriers.
 func accountsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "accounts",
@@ -240,7 +239,10 @@ func states(initial string, flow map[string][]string) []string {
 	return out
 }
 
-// quotationsResource follows SPEC section 3 to the letter.
+// quotationsResource is the quotations of a branch: numbered per branch
+// (Q-2026-000042), valid_until not before quotation_date, and the status
+// flow draft → sent | accepted | rejected | cancelled, sent → accepted |
+// rejected | expired | cancelled, the last four final.
 func quotationsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "quotations",

@@ -1,7 +1,8 @@
 // Package resource is a declarative registry of REST resources over SQL
 // tables, and the generic handlers that serve them: list, get, create,
 // update and delete, each inside the tenant that package tenancy resolved,
-// with the envelopes and errors of SPEC section 4.
+// with the JSON envelopes ({"data", "pagination", "version"}) and the error
+// shape of package errors.
 //
 // A Resource declares its name, table, scope type (organization, branch or
 // branch-or-null), its fields — type, whether clients may send them on

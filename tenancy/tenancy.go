@@ -17,7 +17,7 @@
 //		// WHERE organization_id = t.OrganizationID AND branch_id = t.BranchID
 //	}
 //
-// The answers follow SPEC section 2 to the letter: no token 401
+// The answers: no token 401
 // unauthorized; a bad one 401 invalid_token; a product user token 403
 // invalid_token_type; a missing scope 403 insufficient_scope; a {scopeId}
 // that is not a UUID, not found, or of another organization 404 not_found
@@ -46,7 +46,7 @@ import (
 // ScopeType says what the {scopeId} path segment of a resource names.
 type ScopeType uint8
 
-// The scope types of SPEC section 2.
+// The scope types: what the {scopeId} path segment names for a resource.
 const (
 	// Organization: {scopeId} is the token's organization.
 	Organization ScopeType = iota + 1
