@@ -9,8 +9,9 @@ import (
 )
 
 // This file declares the fifteen resources of the transport management API:
-// their fields, whitelists, bounds, references and the hooks that carry their domain rules (rules.go). The tables and views they
-// read are in migrations/*/0002_resources.sql, one column per field.
+// their fields, whitelists, bounds, references and the hooks that carry
+// their domain rules (rules.go). The tables and views they read are in
+// migrations/*/0002_resources.sql, one column per field.
 //
 // Conventions of the declarations below:
 //   - every field is filterable (with every operator its type allows);
