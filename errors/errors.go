@@ -26,7 +26,7 @@ import (
 	"strings"
 )
 
-// The codes of the API (SPEC section 7 of the seed, settled in SPEC sections 2–6).
+// The codes of the API: every error a Waybill endpoint answers with.
 const (
 	CodeInvalidRequest    = "invalid_request"
 	CodeInvalidCreate     = "invalid_create"
@@ -54,8 +54,9 @@ const (
 // which Go's ecosystem uses for the same case. No client ever reads it.
 const StatusClientClosedRequest = 499
 
-// The codes of the OAuth 2.1 endpoints (RFC 6749 sections 4.1.2.1 and 5.2).
-// invalid_request and server_error are shared with the API codes above.
+// The codes of the OAuth 2.1 endpoints (RFC 6749 sections 4.1.2.1 and 5.2,
+// and RFC 7009 section 2.2.1 for revocation). invalid_request and
+// server_error are shared with the API codes above.
 const (
 	CodeInvalidClient           = "invalid_client"
 	CodeInvalidGrant            = "invalid_grant"
@@ -64,6 +65,7 @@ const (
 	CodeInvalidScope            = "invalid_scope"
 	CodeAccessDenied            = "access_denied"
 	CodeUnsupportedResponseType = "unsupported_response_type"
+	CodeUnsupportedTokenType    = "unsupported_token_type"
 )
 
 // statuses is the one table from code to HTTP status.
@@ -92,6 +94,7 @@ var statuses = map[string]int{
 	CodeInvalidScope:            http.StatusBadRequest,
 	CodeAccessDenied:            http.StatusForbidden,
 	CodeUnsupportedResponseType: http.StatusBadRequest,
+	CodeUnsupportedTokenType:    http.StatusBadRequest,
 }
 
 // Status returns the HTTP status of an error code: the one table every
@@ -383,6 +386,13 @@ func AccessDenied(format string, args ...any) *Error {
 // whose response_type is not "code".
 func UnsupportedResponseType(format string, args ...any) *Error {
 	return New(CodeUnsupportedResponseType, format, args...)
+}
+
+// UnsupportedTokenType is RFC 7009's 400 for a revocation request whose
+// token is of a kind the server cannot revoke, such as an access token that
+// lives until it expires.
+func UnsupportedTokenType(format string, args ...any) *Error {
+	return New(CodeUnsupportedTokenType, format, args...)
 }
 
 // bearerChallenge builds an RFC 6750 section 3 challenge.

@@ -83,6 +83,7 @@ func TestStatus(t *testing.T) {
 		{apierrors.CodeInvalidScope, http.StatusBadRequest},
 		{apierrors.CodeAccessDenied, http.StatusForbidden},
 		{apierrors.CodeUnsupportedResponseType, http.StatusBadRequest},
+		{apierrors.CodeUnsupportedTokenType, http.StatusBadRequest},
 		{"no_such_code", http.StatusInternalServerError},
 		{"", http.StatusInternalServerError},
 	}
@@ -126,6 +127,7 @@ func TestConstructors(t *testing.T) {
 		{"InvalidScope", apierrors.InvalidScope("svc:x"), apierrors.CodeInvalidScope, "svc:x"},
 		{"AccessDenied", apierrors.AccessDenied("denied"), apierrors.CodeAccessDenied, "denied"},
 		{"UnsupportedResponseType", apierrors.UnsupportedResponseType("token"), apierrors.CodeUnsupportedResponseType, "token"},
+		{"UnsupportedTokenType", apierrors.UnsupportedTokenType("access token"), apierrors.CodeUnsupportedTokenType, "access token"},
 		// A format without args is used verbatim, % signs and all.
 		{"verbatim format", apierrors.InvalidRequest("100% off"), apierrors.CodeInvalidRequest, "100% off"},
 	}

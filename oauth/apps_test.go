@@ -117,6 +117,10 @@ func TestAppRegistrationAndRotation(t *testing.T) {
 				{"a branch of no organization of the admin", with("branch_ids", []string{"0b000000-0000-4000-8000-00000000dead"}), admin, 400, "invalid_request"},
 				{"a redirect URI with a fragment", with("redirect_uris", []string{"https://x.test/cb#f"}), admin, 400, "invalid_request"},
 				{"a relative redirect URI", with("redirect_uris", []string{"/cb"}), admin, 400, "invalid_request"},
+				{"a javascript: redirect URI", with("redirect_uris", []string{"javascript://x.test/%0aalert(1)"}), admin, 400, "invalid_request"},
+				{"a data: redirect URI", with("redirect_uris", []string{"data:text/html,hi"}), admin, 400, "invalid_request"},
+				{"an http redirect URI to another host", with("redirect_uris", []string{"http://x.test/cb"}), admin, 400, "invalid_request"},
+				{"one bad redirect URI among good ones", with("redirect_uris", []string{"https://x.test/cb", "http://x.test/cb"}), admin, 400, "invalid_request"},
 				{"no scopes", with("scopes", []string{}), admin, 400, "invalid_request"},
 				{"no name", with("name", " "), admin, 400, "invalid_request"},
 				{"an unknown field", with("secret", "mine"), admin, 400, "invalid_request"},
@@ -165,7 +169,8 @@ func TestRevokeAndIntrospect(t *testing.T) {
 		assert.Equal(t, 401, e.post(t, oauth.PathIntrospect, url.Values{"token": {access}}, nil, false).status, "introspection needs client authentication")
 
 		other := e.post(t, oauth.PathRevoke, url.Values{"token": {refresh}}, &[2]string{e.other.ClientID, e.otherSec}, false)
-		assert.Equal(t, 200, other.status)
+		assert.Equal(t, 400, other.status)
+		assert.Equal(t, "unauthorized_client", other.str("error"))
 		assert.Equal(t, true, introspect(refresh).body["active"], "another client cannot revoke the token")
 
 		rev := e.post(t, oauth.PathRevoke, url.Values{"token": {refresh}, "token_type_hint": {"refresh_token"}}, auth, false)

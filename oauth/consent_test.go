@@ -82,6 +82,18 @@ func (m *consentStore) RedeemCode(_ context.Context, hash []byte, familyID strin
 	return nil, ErrNotFound
 }
 
+func (m *consentStore) Code(_ context.Context, hash []byte) (*Code, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.codes {
+		if string(c.Hash) == string(hash) {
+			found := *c
+			return &found, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
 func (m *consentStore) SaveRefreshToken(context.Context, *RefreshToken) error { return nil }
 
 func (m *consentStore) RotateRefreshToken(context.Context, []byte, []byte, time.Time, time.Time) (*RefreshToken, error) {
@@ -94,8 +106,16 @@ func (m *consentStore) RefreshToken(context.Context, []byte) (*RefreshToken, err
 
 func (m *consentStore) RevokeFamily(context.Context, string, time.Time) error { return errNotInDouble }
 
+func (m *consentStore) RevokeUserFamilies(context.Context, string, string, time.Time) (int, error) {
+	return 0, errNotInDouble
+}
+
 func (m *consentStore) FamilyRevoked(context.Context, string) (bool, error) {
 	return false, errNotInDouble
+}
+
+func (m *consentStore) RevokeClientFamilies(context.Context, string, time.Time) (int, error) {
+	return 0, errNotInDouble
 }
 
 func (m *consentStore) SaveGrant(_ context.Context, g *Grant) error {

@@ -11,7 +11,7 @@
 // grants (package sqlstore keeps them in PostgreSQL or SQLite; package
 // oauthtest is the conformance suite for any other), and a Directory — the
 // host application's users and organizations, which the token service only
-// asks about. Server.Handler serves every endpoint of SPEC section 5.1 on
+// asks about. Server.Handler serves every endpoint (the Path constants) on
 // plain net/http; the Server's methods (ClientCredentials, ExchangeCode,
 // Refresh, RegisterApp, ...) serve the same to Go callers.
 //
@@ -19,20 +19,41 @@
 //	mux.Handle("/", srv.Handler())
 //
 //	v := oauth.NewVerifier(keys, "https://tms.example.com")
+//	v.Families = store // refuse the tokens of revoked authorizations at once
 //	claims, err := v.Verify(ctx, bearerToken) // 401 invalid_token on any failure
+//
+// Revocation ends authorizations: a refresh token, or an authorization-code
+// access token, revokes its whole family, which every Verifier with
+// Families refuses from then on; a client-credentials access token cannot
+// be revoked and is answered unsupported_token_type (see RevokeToken).
+// RotateAppSecret can revoke every authorization of an app with its secret.
+// Redirect URIs follow OAuth 2.1 and RFC 8252 (see CheckRedirectURI). A
+// Sealer encrypts the signing key at rest under a secrets key
+// (sqlstore.Store.WithSealer).
 //
 // Security properties, each tested: secrets, codes and refresh tokens are
 // 256-bit random values stored only as SHA-256 hashes and compared in
 // constant time; a client is authenticated before any code or refresh
 // token is looked at, so a failed authentication spends nothing; codes are
 // single use, live 60 s and are bound to client, redirect URI and PKCE
-// challenge, and a second use revokes every token issued from the code;
+// challenge, which are checked before the code is spent, so another client
+// can neither spend a user's code nor, by replaying it, revoke what it
+// issued; of concurrent exchanges of a code exactly one succeeds, and a
+// second use by its own client revokes every token issued from the code;
 // refresh tokens are single use and rotate, and reuse revokes the whole
 // family, its newest member and its access tokens included (the jti of an
 // authorization-code access token names its family, which Verifier.Families
 // checks); of concurrent refreshes of one token exactly one succeeds, on one
-// replica or many; only HS256 tokens signed by a known kid, for the
-// audience "authenticated" and the issuer, unexpired, are accepted.
+// replica or many; a family lives at most RefreshMaxAge (90 days by
+// default) from the user's authorization, whatever its rotations; a refresh
+// or code exchange for a user who is no longer a member of the token's
+// organization fails and revokes the family, and Store.RevokeUserFamilies
+// ends every family of a user who leaves at once; introspection tells a
+// client only about its own tokens; every OAuth token names its grant in
+// oauth_grant_type, a client-credentials token always carries its
+// oauth_branch_ids and an authorization-code token never does; only HS256
+// tokens signed by a known kid, for the audience "authenticated" and the
+// issuer, unexpired, are accepted.
 //
 // Errors are *errors.Error values (import it as apierrors) with the codes
 // of RFC 6749 section 5.2; invalid_client is a 401 whose WWW-Authenticate

@@ -308,8 +308,8 @@ type appBody struct {
 	RedirectURIs   []string `json:"redirect_uris"`
 }
 
-// AppResponse is the JSON that app registration and secret rotation
-// return. ClientSecret is shown this once.
+// AppResponse is the JSON that app registration returns. ClientSecret is
+// shown this once. (Secret rotation returns a SecretRotation.)
 type AppResponse struct {
 	ClientID       string   `json:"client_id"`
 	ClientSecret   string   `json:"client_secret"`
@@ -359,7 +359,9 @@ func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
 
 // handleRotateSecret gives an app a new secret: POST
 // /auth/v1/oauth/apps/{client_id}/rotate-secret by an admin of its
-// organization.
+// organization. The body is empty or the JSON object {"revoke_tokens":
+// true}, which also revokes the app's tokens (see RotateAppSecret); the
+// answer is a SecretRotation.
 func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	user, err := s.productUser(r)
@@ -384,19 +386,29 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, err)
 		return
 	}
-	secret, err := s.RotateSecret(r.Context(), clientID)
+	var body struct {
+		RevokeTokens bool `json:"revoke_tokens"`
+	}
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &body); err != nil {
+			apierrors.Write(w, r, err)
+			return
+		}
+	}
+	rotation, err := s.RotateAppSecret(r.Context(), clientID, body.RevokeTokens)
 	if err != nil {
 		apierrors.Write(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, AppResponse{ClientID: clientID, ClientSecret: secret})
+	writeJSON(w, http.StatusOK, rotation)
 }
 
-// handleRevoke is RFC 7009 revocation. The client authenticates; a refresh
-// token of that client, or an authorization-code access token of it, has
-// its whole family revoked. An unknown token, or one of another client, is
-// answered 200 like a revoked one, as RFC 7009 section 2.2 asks, and left
-// alone.
+// handleRevoke is RFC 7009 revocation (see RevokeToken): the client
+// authenticates, and a refresh token or authorization-code access token of
+// it has its whole family revoked. A client-credentials access token is
+// answered 400 unsupported_token_type and a token of another client 400
+// unauthorized_client; an unknown or expired token 200, as RFC 7009
+// section 2.2 asks.
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if err := s.revoke(r); err != nil {
@@ -429,31 +441,13 @@ func (s *Server) revoke(r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	token := form.Get("token")
-	if token == "" {
-		return apierrors.InvalidRequest("token is required")
-	}
-	family := ""
-	if rt, err := s.Store.RefreshToken(r.Context(), HashSecret(token)); err == nil {
-		if rt.ClientID == app.ClientID {
-			family = rt.FamilyID
-		}
-	} else if !errors.Is(err, ErrNotFound) {
-		return apierrors.Internal(err)
-	} else if c, err := NewVerifier(s.Keys, s.Issuer).Verify(r.Context(), token); err == nil && c.ClientID == app.ClientID {
-		family = c.FamilyID()
-	}
-	if family == "" {
-		return nil
-	}
-	if err := s.Store.RevokeFamily(r.Context(), family, s.now()); err != nil {
-		return apierrors.Internal(err)
-	}
-	return nil
+	return s.RevokeToken(r.Context(), app, form.Get("token"))
 }
 
-// handleIntrospect is RFC 7662 introspection for resource servers: an
-// authenticated client asks whether a token is active.
+// handleIntrospect is RFC 7662 introspection: an authenticated client asks
+// whether a token is active. A client learns only about tokens issued to
+// itself (RFC 7662 section 4): any other token, active or not, is
+// answered {"active": false}, like an unknown one.
 func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	resp, err := s.introspect(r)
@@ -481,7 +475,7 @@ type Introspection struct {
 }
 
 func (s *Server) introspect(r *http.Request) (*Introspection, error) {
-	form, _, err := s.clientRequest(r)
+	form, app, err := s.clientRequest(r)
 	if err != nil {
 		return nil, err
 	}
@@ -493,7 +487,7 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 	v.Families = s.Store
 	v.Now = s.Now
 	if c, err := v.Verify(r.Context(), token); err == nil {
-		if !c.OAuth() {
+		if !c.OAuth() || c.ClientID != app.ClientID {
 			return &Introspection{Active: false}, nil
 		}
 		return &Introspection{
@@ -511,12 +505,14 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 		return nil, apierrors.Internal(err)
 	}
 	// A refresh token is active while unspent, unexpired, and its family
-	// stands.
+	// stands and is younger than RefreshMaxAge.
 	revoked, err := s.Store.FamilyRevoked(r.Context(), rt.FamilyID)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
-	if revoked || rt.Spent || !s.now().Before(rt.ExpiresAt) {
+	now := s.now()
+	if rt.ClientID != app.ClientID || revoked || rt.Spent || !now.Before(rt.ExpiresAt) ||
+		!now.Before(rt.AuthorizedAt.Add(s.ttl(s.RefreshMaxAge, DefaultRefreshMaxAge))) {
 		return &Introspection{Active: false}, nil
 	}
 	return &Introspection{

@@ -48,11 +48,26 @@ func NewKeySet(current Key, previous ...Key) (*KeySet, error) {
 	return ks, nil
 }
 
-// Claims are the claims of every token Waybill issues (SPEC section 5).
+// The grants an OAuth access token comes from: the values of its
+// oauth_grant_type claim.
+const (
+	// GrantClientCredentials is a token an app got for itself: its subject
+	// is the app, and it may use only the branches of its
+	// oauth_branch_ids, which it always carries, possibly empty.
+	GrantClientCredentials = "client_credentials"
+	// GrantAuthorizationCode is a token an app got for a user through the
+	// authorization-code grant, or by refreshing one: its subject is the
+	// user, it sees every branch of its organization, it carries no
+	// oauth_branch_ids, and its jti names its refresh token family.
+	GrantAuthorizationCode = "authorization_code"
+)
+
+// Claims are the claims of every token Waybill issues.
 // Authorization-code tokens carry the user as subject and see every branch
 // of their organization; client-credentials tokens carry the app as
 // subject, its name in AppName, and the branches they may use in
-// BranchIDs; product user tokens carry no ClientID.
+// BranchIDs; product user tokens carry no ClientID. Grant says which grant
+// an OAuth token came from.
 type Claims struct {
 	Issuer         string   `json:"iss"`
 	Subject        string   `json:"sub"`
@@ -66,11 +81,53 @@ type Claims struct {
 	Scopes         []string `json:"oauth_scopes,omitempty"`
 	BranchIDs      []string `json:"oauth_branch_ids,omitempty"`
 	AppName        string   `json:"oauth_app_name,omitempty"`
+	// Grant is GrantClientCredentials or GrantAuthorizationCode for an
+	// OAuth token, "" for a product user token; it is the
+	// oauth_grant_type claim. Claims built without it (by hand, or read
+	// from a token signed before the claim existed) are taken for client
+	// credentials when they carry BranchIDs (even empty) or an AppName,
+	// as such tokens always did, and for the authorization code otherwise;
+	// the token service always sets it.
+	Grant string `json:"oauth_grant_type,omitempty"`
+}
+
+// grant returns the grant of an OAuth token (see Grant), "" for a product
+// user token.
+func (c *Claims) grant() string {
+	switch {
+	case !c.OAuth():
+		return ""
+	case c.Grant != "":
+		return c.Grant
+	case c.BranchIDs != nil || c.AppName != "":
+		return GrantClientCredentials
+	}
+	return GrantAuthorizationCode
 }
 
 // ClientCredentials reports whether the token was issued by the
 // client-credentials grant, and so may use only BranchIDs.
-func (c *Claims) ClientCredentials() bool { return c.AppName != "" }
+func (c *Claims) ClientCredentials() bool { return c.grant() == GrantClientCredentials }
+
+// checkGrant reports what is wrong with the grant of the claims, or "":
+// an OAuth token's grant must be a known one, a client-credentials token
+// must carry its branches (hasBranches, possibly none) and an
+// authorization-code token must not; a product user token has no grant.
+func (c *Claims) checkGrant(hasBranches bool) string {
+	switch g := c.grant(); {
+	case !c.OAuth() && c.Grant != "":
+		return "a token without oauth_client_id has no oauth_grant_type"
+	case !c.OAuth():
+		return ""
+	case g == GrantClientCredentials && !hasBranches:
+		return "a client-credentials token lacks oauth_branch_ids"
+	case g == GrantAuthorizationCode && hasBranches:
+		return "an authorization-code token carries oauth_branch_ids"
+	case g != GrantClientCredentials && g != GrantAuthorizationCode:
+		return "the token's oauth_grant_type is unknown"
+	}
+	return ""
+}
 
 // OAuth reports whether the token is an OAuth access token, as opposed to a
 // product user token.
@@ -89,7 +146,7 @@ func (c *Claims) HasScope(scope string) bool {
 // FamilyID returns the refresh token family of an authorization-code
 // token, which its jti names ("<family>.<random>"), or "".
 func (c *Claims) FamilyID() string {
-	if c.ClientCredentials() || !c.OAuth() {
+	if c.grant() != GrantAuthorizationCode {
 		return ""
 	}
 	family, _, ok := strings.Cut(c.ID, ".")
@@ -99,9 +156,10 @@ func (c *Claims) FamilyID() string {
 	return family
 }
 
-// MarshalJSON writes the claims; a client-credentials token always carries
-// oauth_scopes and oauth_branch_ids, empty or not, and an OAuth token
-// always carries oauth_scopes.
+// MarshalJSON writes the claims. An OAuth token always carries
+// oauth_scopes and oauth_grant_type; a client-credentials token always
+// carries oauth_branch_ids, empty or not, and an authorization-code token
+// never does.
 func (c Claims) MarshalJSON() ([]byte, error) {
 	type plain Claims // without this method
 	if !c.OAuth() {
@@ -111,11 +169,14 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 	if scopes == nil {
 		scopes = []string{}
 	}
-	if !c.ClientCredentials() {
+	grant := c.grant()
+	if grant != GrantClientCredentials {
 		return json.Marshal(struct {
 			plain
-			Scopes []string `json:"oauth_scopes"`
-		}{plain(c), scopes})
+			Scopes    []string `json:"oauth_scopes"`
+			BranchIDs []string `json:"oauth_branch_ids,omitempty"`
+			Grant     string   `json:"oauth_grant_type"`
+		}{plain(c), scopes, nil, grant})
 	}
 	branches := c.BranchIDs
 	if branches == nil {
@@ -125,7 +186,8 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		plain
 		Scopes    []string `json:"oauth_scopes"`
 		BranchIDs []string `json:"oauth_branch_ids"`
-	}{plain(c), scopes, branches})
+		Grant     string   `json:"oauth_grant_type"`
+	}{plain(c), scopes, branches, grant})
 }
 
 // GetExpirationTime implements jwt.Claims; a token without exp has none.
@@ -159,8 +221,13 @@ func (c *Claims) GetAudience() (jwt.ClaimStrings, error) {
 	return jwt.ClaimStrings{c.Audience}, nil
 }
 
-// Sign signs claims with the current key, naming it in the kid header.
+// Sign signs claims with the current key, naming it in the kid header. It
+// refuses claims whose grant does not fit them: a Grant on a token without
+// ClientID, an unknown Grant, or BranchIDs on an authorization-code token.
 func (ks *KeySet) Sign(c *Claims) (string, error) {
+	if problem := c.checkGrant(c.grant() == GrantClientCredentials || c.BranchIDs != nil); problem != "" {
+		return "", fmt.Errorf("oauth: sign: %s", problem)
+	}
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	t.Header["kid"] = ks.current.ID
 	s, err := t.SignedString(ks.current.Secret)
@@ -221,7 +288,10 @@ func (v *Verifier) now() time.Time {
 	return time.Now()
 }
 
-// Verify checks token and returns its claims. Every failure is a 401
+// Verify checks token and returns its claims, whose Grant it sets. The
+// grant must fit the claims: a client-credentials token carries
+// oauth_branch_ids (possibly empty), an authorization-code token does not,
+// and a product user token names no grant. Every failure is a 401
 // invalid_token *apierrors.Error whose description says what is wrong
 // without echoing the token.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
@@ -236,6 +306,10 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 	if c.Subject == "" || c.ID == "" {
 		return nil, apierrors.InvalidToken("the token lacks sub or jti")
 	}
+	if problem := c.checkGrant(c.BranchIDs != nil); problem != "" {
+		return nil, apierrors.InvalidToken("%s", problem)
+	}
+	c.Grant = c.grant()
 	if v.Families != nil {
 		if family := c.FamilyID(); family != "" {
 			revoked, err := v.Families.FamilyRevoked(ctx, family)

@@ -35,7 +35,7 @@ func ccClaims(now time.Time) *oauth.Claims {
 		Issuer: testIssuer, Subject: "app-1", Audience: oauth.Audience, Role: oauth.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1",
 		OrganizationID: "org-1", ClientID: "client-1", Scopes: []string{"svc:orders:read"},
-		BranchIDs: []string{"b1"}, AppName: "Sync",
+		BranchIDs: []string{"b1"}, AppName: "Sync", Grant: oauth.GrantClientCredentials,
 	}
 }
 
@@ -159,13 +159,15 @@ func TestClaimsJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &m))
 	assert.Equal(t, []any{}, m["oauth_branch_ids"], "a client-credentials token always names its branches, even none")
 	assert.Equal(t, "authenticated", m["aud"])
-	for _, k := range []string{"iss", "sub", "aud", "role", "exp", "iat", "jti", "organization_id", "oauth_client_id", "oauth_scopes", "oauth_branch_ids", "oauth_app_name"} {
+	for _, k := range []string{"iss", "sub", "aud", "role", "exp", "iat", "jti", "organization_id", "oauth_client_id", "oauth_scopes", "oauth_branch_ids", "oauth_app_name", "oauth_grant_type"} {
 		assert.Contains(t, m, k)
 	}
-	assert.Len(t, m, 12)
+	assert.Len(t, m, 13)
+	assert.Equal(t, "client_credentials", m["oauth_grant_type"])
 
 	code := &oauth.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated",
-		IssuedAt: now.Unix(), ExpiresAt: now.Unix() + 3600, ID: "fam.x", OrganizationID: "o", ClientID: "c"}
+		IssuedAt: now.Unix(), ExpiresAt: now.Unix() + 3600, ID: "fam.x", OrganizationID: "o", ClientID: "c",
+		Grant: oauth.GrantAuthorizationCode}
 	b, err = json.Marshal(code)
 	require.NoError(t, err)
 	m = nil
@@ -173,7 +175,8 @@ func TestClaimsJSON(t *testing.T) {
 	assert.Equal(t, []any{}, m["oauth_scopes"])
 	assert.NotContains(t, m, "oauth_branch_ids", "an authorization-code token sees every branch")
 	assert.NotContains(t, m, "oauth_app_name")
-	assert.Len(t, m, 10)
+	assert.Equal(t, "authorization_code", m["oauth_grant_type"])
+	assert.Len(t, m, 11)
 	assert.Equal(t, "fam", code.FamilyID())
 
 	user := &oauth.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated", ID: "j"}

@@ -20,6 +20,9 @@ const (
 	DefaultAccessTokenTTL  = time.Hour
 	DefaultRefreshTokenTTL = 30 * 24 * time.Hour
 	DefaultCodeTTL         = 60 * time.Second
+	// DefaultRefreshMaxAge is the absolute lifetime of a refresh token
+	// family (see Server.RefreshMaxAge).
+	DefaultRefreshMaxAge = 90 * 24 * time.Hour
 )
 
 // Server is the OAuth 2.1 token service: the grants, the authorization and
@@ -35,13 +38,22 @@ type Server struct {
 	Keys *KeySet
 	// Store keeps apps, codes, refresh tokens and grants.
 	Store Store
-	// Directory authenticates users and lists their organizations.
+	// Directory authenticates users and lists their organizations. Every
+	// code exchange and refresh asks it whether the user is still a member
+	// of the token's organization.
 	Directory Directory
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// AccessTokenTTL, RefreshTokenTTL and CodeTTL are the lifetimes; zero
 	// means the Default... constants.
 	AccessTokenTTL, RefreshTokenTTL, CodeTTL time.Duration
+	// RefreshMaxAge is the absolute lifetime of a refresh token family:
+	// counted from the code exchange that began it, never extended by
+	// rotation. Each refresh token lives RefreshTokenTTL, but none of the
+	// family, and no access token issued from it, outlives the family;
+	// after it the user must authorize the app again. Zero means
+	// DefaultRefreshMaxAge.
+	RefreshMaxAge time.Duration
 	// DescribeScope puts a scope in words on the consent page; nil means
 	// the package's DescribeScope.
 	DescribeScope func(scope string) string
@@ -117,8 +129,14 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 
 // ClientCredentials runs the client-credentials grant for an authenticated
 // app. scope, when not empty, narrows the token to a subset of the app's
-// scopes (invalid_scope otherwise); empty means all of them.
+// scopes (invalid_scope otherwise); empty means all of them. The token may
+// use only the app's BranchIDs: an app whose BranchIDs is nil, which says
+// nothing of its branches, is refused (unauthorized_client); one with an
+// empty list gets a token that reaches no branch.
 func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) (*Token, error) {
+	if app.BranchIDs == nil {
+		return nil, apierrors.UnauthorizedClient("the app has no branch list, so it may not use the client-credentials grant")
+	}
 	scopes := app.Scopes
 	if scope != "" {
 		requested := ParseScope(scope)
@@ -133,15 +151,21 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) 
 		Issuer: s.Issuer, Subject: app.ID, Audience: Audience, Role: Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: uuid.NewString(),
 		OrganizationID: app.OrganizationID, ClientID: app.ClientID, Scopes: scopes,
-		BranchIDs: nonNil(app.BranchIDs), AppName: app.Name,
+		BranchIDs: app.BranchIDs, AppName: app.Name, Grant: GrantClientCredentials,
 	}
 	return s.issue(c, ttl, "")
 }
 
 // ExchangeCode runs the authorization-code grant for an authenticated app:
-// the code must be unused, unexpired, issued to this app for this redirect
-// URI, and verifier must match its PKCE challenge. A second use of a code
-// fails and revokes every token issued from it.
+// the code must be issued to this app for this redirect URI, verifier must
+// match its PKCE challenge, and it must be unexpired and unused. These
+// bindings are checked before the code is spent, so a request that fails
+// them (another client's, above all) neither spends the code nor revokes
+// anything. The code is then spent atomically: of concurrent exchanges
+// exactly one succeeds. A second use of a code by its own client, with its
+// redirect URI and verifier, is a replay: it fails and revokes every token
+// issued from the code. The user must still be a member of the code's
+// organization; if not, the tokens are revoked and the grant fails.
 func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, verifier string) (*Token, error) {
 	switch {
 	case code == "":
@@ -150,11 +174,25 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 		return nil, apierrors.InvalidRequest("code_verifier is required (PKCE)")
 	}
 	now := s.now()
-	family := uuid.NewString()
-	c, err := s.Store.RedeemCode(ctx, HashSecret(code), family, now)
+	hash := HashSecret(code)
+	c, err := s.Store.Code(ctx, hash)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, apierrors.InvalidGrant("the authorization code is invalid")
+	case err != nil:
+		return nil, apierrors.Internal(fmt.Errorf("oauth: load code: %w", err))
+	case c.ClientID != app.ClientID:
+		return nil, apierrors.InvalidGrant("the authorization code was issued to another client")
+	case redirectURI != c.RedirectURI:
+		return nil, apierrors.InvalidGrant("redirect_uri does not match the authorization request")
+	case !VerifierMatches(verifier, c.Challenge):
+		return nil, apierrors.InvalidGrant("code_verifier does not match the code challenge")
+	case c.FamilyID == "" && !now.Before(c.ExpiresAt):
+		return nil, apierrors.InvalidGrant("the authorization code has expired")
+	}
+	family := uuid.NewString()
+	c, err = s.Store.RedeemCode(ctx, hash, family, now)
+	switch {
 	case errors.Is(err, ErrSpent):
 		if c != nil && c.FamilyID != "" {
 			if err := s.Store.RevokeFamily(ctx, c.FamilyID, now); err != nil {
@@ -163,36 +201,37 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 		}
 		s.logger().WarnContext(ctx, "authorization code replayed; its tokens are revoked", "client_id", app.ClientID)
 		return nil, apierrors.InvalidGrant("the authorization code was already used; the tokens issued from it are revoked")
+	case errors.Is(err, ErrNotFound):
+		return nil, apierrors.InvalidGrant("the authorization code is invalid")
 	case err != nil:
 		return nil, apierrors.Internal(fmt.Errorf("oauth: redeem code: %w", err))
 	}
-	switch {
-	case c.ClientID != app.ClientID:
-		return nil, apierrors.InvalidGrant("the authorization code was issued to another client")
-	case !now.Before(c.ExpiresAt):
-		return nil, apierrors.InvalidGrant("the authorization code has expired")
-	case redirectURI != c.RedirectURI:
-		return nil, apierrors.InvalidGrant("redirect_uri does not match the authorization request")
-	case !VerifierMatches(verifier, c.Challenge):
-		return nil, apierrors.InvalidGrant("code_verifier does not match the code challenge")
-	}
+	end := now.Add(s.ttl(s.RefreshMaxAge, DefaultRefreshMaxAge))
 	refresh := NewSecret()
 	rt := &RefreshToken{
 		Hash: HashSecret(refresh), FamilyID: family, ClientID: app.ClientID, UserID: c.UserID,
 		OrganizationID: c.OrganizationID, Scopes: c.Scopes,
-		ExpiresAt: now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)),
+		ExpiresAt: earliest(now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), end), AuthorizedAt: now,
 	}
 	if err := s.Store.SaveRefreshToken(ctx, rt); err != nil {
 		return nil, apierrors.Internal(fmt.Errorf("oauth: save refresh token: %w", err))
 	}
-	return s.userToken(rt, refresh, now)
+	// The membership is checked after the family is saved: offboarding
+	// ends the membership before it revokes the user's families, so either
+	// this check sees the membership gone or the revocation sees the family.
+	if err := s.requireMember(ctx, rt, now); err != nil {
+		return nil, err
+	}
+	return s.userToken(rt, refresh, now, end)
 }
 
 // Refresh runs the refresh-token grant. clientID is the client the request
 // authenticated as or named, or "" when it named none (the token is bound
 // to its client); a token of another client is invalid_grant. The token is
 // spent and a new one returned in the same family; reusing a spent token
-// fails and revokes the whole family.
+// fails and revokes the whole family. A token whose user is no longer a
+// member of its organization fails and has its family revoked; one whose
+// family is older than RefreshMaxAge fails.
 func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token, error) {
 	if refresh == "" {
 		return nil, apierrors.InvalidRequest("refresh_token is required")
@@ -207,11 +246,20 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 		return nil, apierrors.Internal(fmt.Errorf("oauth: load refresh token: %w", err))
 	case clientID != "" && old.ClientID != clientID:
 		return nil, apierrors.InvalidGrant("the refresh token was issued to another client")
+	}
+	end := old.AuthorizedAt.Add(s.ttl(s.RefreshMaxAge, DefaultRefreshMaxAge))
+	switch {
+	case !now.Before(end):
+		return nil, apierrors.InvalidGrant("the authorization has reached its maximum age; the user must authorize the app again")
 	case !now.Before(old.ExpiresAt):
 		return nil, apierrors.InvalidGrant("the refresh token has expired")
 	}
+	if err := s.requireMember(ctx, old, now); err != nil {
+		return nil, err
+	}
 	next := NewSecret()
-	spent, err := s.Store.RotateRefreshToken(ctx, hash, HashSecret(next), now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), now)
+	expires := earliest(now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), end)
+	spent, err := s.Store.RotateRefreshToken(ctx, hash, HashSecret(next), expires, now)
 	switch {
 	case errors.Is(err, ErrSpent):
 		s.logger().WarnContext(ctx, "refresh token reused; its family is revoked", "client_id", old.ClientID)
@@ -223,20 +271,47 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 	case err != nil:
 		return nil, apierrors.Internal(fmt.Errorf("oauth: rotate refresh token: %w", err))
 	}
-	return s.userToken(spent, next, now)
+	return s.userToken(spent, next, now, end)
+}
+
+// requireMember checks that the user of rt is still a member of its
+// organization. If not, it revokes the family and returns invalid_grant.
+func (s *Server) requireMember(ctx context.Context, rt *RefreshToken, now time.Time) error {
+	ms, err := s.Directory.Memberships(ctx, rt.UserID)
+	if err != nil {
+		return apierrors.Internal(fmt.Errorf("oauth: memberships: %w", err))
+	}
+	if slices.ContainsFunc(ms, func(m Membership) bool { return m.OrganizationID == rt.OrganizationID }) {
+		return nil
+	}
+	if err := s.Store.RevokeFamily(ctx, rt.FamilyID, now); err != nil {
+		return apierrors.Internal(fmt.Errorf("oauth: revoke the family of a former member: %w", err))
+	}
+	s.logger().InfoContext(ctx, "the user left the organization; the refresh token family is revoked", "client_id", rt.ClientID)
+	return apierrors.InvalidGrant("the user is no longer a member of the organization; the tokens are revoked")
 }
 
 // userToken signs the access token of an authorization-code or refresh
-// grant. Its jti names the refresh family, so that revoking the family
-// revokes it too (see Verifier.Families).
-func (s *Server) userToken(rt *RefreshToken, refresh string, now time.Time) (*Token, error) {
-	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
+// grant, expiring no later than end, the end of its family. Its jti names
+// the refresh family, so that revoking the family revokes it too (see
+// Verifier.Families).
+func (s *Server) userToken(rt *RefreshToken, refresh string, now, end time.Time) (*Token, error) {
+	ttl := min(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL), end.Sub(now).Truncate(time.Second))
 	c := &Claims{
 		Issuer: s.Issuer, Subject: rt.UserID, Audience: Audience, Role: Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: rt.FamilyID + "." + NewSecret()[:16],
 		OrganizationID: rt.OrganizationID, ClientID: rt.ClientID, Scopes: nonNil(rt.Scopes),
+		Grant: GrantAuthorizationCode,
 	}
 	return s.issue(c, ttl, refresh)
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func (s *Server) issue(c *Claims, ttl time.Duration, refresh string) (*Token, error) {
@@ -329,6 +404,9 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 		return nil, nil, apierrors.InvalidRequest("redirect_uri is required")
 	case !slices.Contains(app.RedirectURIs, r.RedirectURI):
 		return nil, nil, apierrors.InvalidRequest("redirect_uri is not registered for this client")
+	case CheckRedirectURI(r.RedirectURI) != nil:
+		// Registered before the rules of CheckRedirectURI: never redirect there.
+		return nil, nil, apierrors.InvalidRequest("redirect_uri is registered but not allowed: %s", CheckRedirectURI(r.RedirectURI))
 	}
 	switch {
 	case r.ResponseType != "code":
@@ -384,8 +462,9 @@ type NewApp struct {
 
 // RegisterApp registers an app for its organization and returns it with
 // its client secret, which is shown this once and stored only as a hash.
-// Every branch must belong to the organization; every redirect URI must be
-// an absolute URI without a fragment.
+// Every branch must belong to the organization; every redirect URI must
+// pass CheckRedirectURI (https, http on a loopback host, or a private-use
+// scheme; no fragment).
 func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error) {
 	switch {
 	case n.OrganizationID == "":
@@ -444,10 +523,10 @@ func (s *Server) RotateSecret(ctx context.Context, clientID string) (string, err
 	return secret, nil
 }
 
+// checkRedirectURI is CheckRedirectURI as an invalid_request.
 func checkRedirectURI(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" || strings.Contains(raw, "#") {
-		return apierrors.InvalidRequest("redirect URI %q must be an absolute URI without a fragment", raw)
+	if err := CheckRedirectURI(raw); err != nil {
+		return apierrors.InvalidRequest("%s", err.Error())
 	}
 	return nil
 }

@@ -35,7 +35,10 @@ type App struct {
 	OrganizationID string
 	// Scopes are the scopes the app may be granted.
 	Scopes []string
-	// BranchIDs are the branches its client-credentials tokens may use.
+	// BranchIDs are the branches its client-credentials tokens may use; an
+	// empty list reaches no branch. Nil says nothing of the app's branches,
+	// and Server.ClientCredentials refuses such an app; a Store returns an
+	// empty list, never nil.
 	BranchIDs []string
 	// RedirectURIs are the exact redirect URIs of its authorization requests.
 	RedirectURIs []string
@@ -71,6 +74,12 @@ type RefreshToken struct {
 	OrganizationID string
 	Scopes         []string
 	ExpiresAt      time.Time
+	// AuthorizedAt is when the family began: the code exchange that issued
+	// its first token. SaveRefreshToken records it with the family (zero
+	// means the current time) and every token of the family reports it, so
+	// that rotation never moves it; the family's absolute lifetime counts
+	// from it.
+	AuthorizedAt time.Time
 	// Spent is set by the store when the token was rotated.
 	Spent bool
 }
@@ -106,6 +115,10 @@ type CodeStore interface {
 	// (with that FamilyID) and ErrSpent; for an unknown one ErrNotFound.
 	// Expiry and bindings are the caller's to check.
 	RedeemCode(ctx context.Context, hash []byte, familyID string, now time.Time) (*Code, error)
+	// Code returns the code with this hash, redeemed or not (a redeemed
+	// code has its FamilyID), or ErrNotFound. It spends nothing: the token
+	// service checks a code's bindings with it before RedeemCode.
+	Code(ctx context.Context, hash []byte) (*Code, error)
 }
 
 // RefreshStore keeps refresh tokens and their families.
@@ -131,9 +144,21 @@ type RefreshStore interface {
 	// saved in it afterwards are revoked too (a replayed code may be
 	// detected before its first redemption has saved its token).
 	RevokeFamily(ctx context.Context, familyID string, now time.Time) error
+	// RevokeUserFamilies revokes every family of the user in the
+	// organization, or in every organization when organizationID is "",
+	// and returns how many it revoked (families revoked before do not
+	// count). Every family whose first token was saved before the call is
+	// revoked: offboarding ends the membership first and revokes second,
+	// and a code exchange saves its token first and checks the membership
+	// second, so that no family escapes.
+	RevokeUserFamilies(ctx context.Context, userID, organizationID string, now time.Time) (int, error)
 	// FamilyRevoked reports whether the family is revoked. An unknown
 	// family is not.
 	FamilyRevoked(ctx context.Context, familyID string) (bool, error)
+	// RevokeClientFamilies revokes every family of the client (every
+	// family whose first token was saved for it) and returns how many it
+	// revoked; families revoked before do not count.
+	RevokeClientFamilies(ctx context.Context, clientID string, now time.Time) (int, error)
 }
 
 // GrantStore keeps consent grants.

@@ -51,20 +51,29 @@ var adminCommands = []adminCommand{
 	{"org create", "--name NAME", func() adminCmd { return &orgCreate{} }},
 	{"branch create", "--org ORG --name NAME", func() adminCmd { return &branchCreate{} }},
 	{"user create", "--email E --password P --org ORG [--org ...] [--admin]", func() adminCmd { return &userCreate{} }},
+	{"user remove", "--id USER --org ORG", func() adminCmd { return &userRemove{} }},
+	{"user delete", "--id USER", func() adminCmd { return &userDelete{} }},
 	{"app create", `--org ORG --name NAME --scopes "s1 s2" [--branches B1,B2] [--redirect-uri URI ...]`, func() adminCmd { return &appCreate{} }},
-	{"app rotate-secret", "--client-id ID", func() adminCmd { return &appRotateSecret{} }},
+	{"app rotate-secret", "--client-id ID [--revoke-tokens]", func() adminCmd { return &appRotateSecret{} }},
+	{"keys reencrypt", "--secrets-key KEY [--previous-secrets-key KEY]", func() adminCmd { return &keysReencrypt{} }},
+	{"purge", "[--refresh-max-age D]", func() adminCmd { return &purgeCmd{} }},
 }
 
-// runAdmin is the admin command: "waybill admin GROUP ACTION [flags]".
+// runAdmin is the admin command: "waybill admin GROUP ACTION [flags]", or
+// "waybill admin ACTION [flags]" for a command of one word.
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 1 && isHelp(args[0]) {
 		printAdminUsage(stdout)
 		return nil
 	}
-	if len(args) < 2 {
+	n := 2 // the words of a command: two, or one for a command of one word
+	if len(args) > 0 && slices.ContainsFunc(adminCommands, func(c adminCommand) bool { return c.words == args[0] }) {
+		n = 1
+	}
+	if len(args) < n {
 		return fmt.Errorf("admin: want a command: %s (see \"waybill admin -h\")", adminCommandList())
 	}
-	words := args[0] + " " + args[1]
+	words := strings.Join(args[:n], " ")
 	i := slices.IndexFunc(adminCommands, func(c adminCommand) bool { return c.words == words })
 	if i < 0 {
 		return fmt.Errorf("admin: unknown command %q; commands: %s", words, adminCommandList())
@@ -75,7 +84,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 	var databaseURL string
 	databaseURLFlag(fs, &databaseURL)
 	cmd.flags(fs)
-	if err := parseFlags(fs, args[2:], getenv, stdout); err != nil {
+	if err := parseFlags(fs, args[n:], getenv, stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

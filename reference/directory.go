@@ -6,11 +6,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 
+	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
 )
 
@@ -22,18 +24,25 @@ var errBadCredentials = oauth.ErrBadCredentials
 // organizations and branches from the tenancy tables.
 type directory struct {
 	db *sql.DB
+	// hashes bounds the password hashes that sign-ins compute at once.
+	hashes *hashLimiter
 }
 
-// newDirectory returns a directory over db, which migrateDB has migrated.
+// newDirectory returns a directory over db, which migrateDB has migrated,
+// that shares the process's bound on password hashes.
 func newDirectory(db *sql.DB) *directory {
-	return &directory{db: db}
+	return &directory{db: db, hashes: passwordHashes}
 }
 
 // Authenticate returns the user with email (compared case-insensitively)
 // when password is theirs. An unknown email or a wrong password gives an
 // error that is errBadCredentials; for an unknown email the password is
 // verified against a dummy hash, so that the time taken does not reveal
-// which emails exist.
+// which emails exist. Every hash waits for a slot of d.hashes: a sign-in
+// that gets none in time fails with a 503 temporarily_unavailable (see
+// busy). A password whose hash was written at another cost than the
+// default is hashed again at the default cost once it verified, and the
+// new hash stored.
 func (d *directory) Authenticate(ctx context.Context, email, password string) (oauth.User, error) {
 	u := oauth.User{}
 	var hash string
@@ -41,18 +50,31 @@ func (d *directory) Authenticate(ctx context.Context, email, password string) (o
 		"SELECT id, email, password_hash FROM users WHERE email = $1",
 		normalizeEmail(email)).Scan(&u.ID, &u.Email, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		_, _ = verifyPassword(dummyPasswordHash, password)
+		if _, _, err := d.hashes.verify(ctx, dummyPasswordHash, password); err != nil {
+			return oauth.User{}, err
+		}
 		return oauth.User{}, errBadCredentials
 	}
 	if err != nil {
 		return oauth.User{}, fmt.Errorf("authenticate: %w", err)
 	}
-	ok, err := verifyPassword(hash, password)
+	ok, rehash, err := d.hashes.verify(ctx, hash, password)
+	if apierrors.HasCode(err, apierrors.CodeUnavailable) {
+		return oauth.User{}, err
+	}
 	if err != nil {
 		return oauth.User{}, fmt.Errorf("authenticate user %s: %w", u.ID, err)
 	}
 	if !ok {
 		return oauth.User{}, errBadCredentials
+	}
+	if rehash != "" {
+		// Only if the hash is still the one verified: a password changed
+		// meanwhile stays changed. A failure only delays the rehash to the
+		// next sign-in.
+		if _, err := d.db.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = $3", rehash, u.ID, hash); err != nil {
+			slog.Default().WarnContext(ctx, "password rehash not stored; the next sign-in tries again", "user_id", u.ID, "error", err.Error())
+		}
 	}
 	return u, nil
 }

@@ -28,7 +28,7 @@ func newHandler(db *sql.DB, tokens *oauth.Server, api *resource.Registry) http.H
 // zero value adds nothing.
 type handlerOptions struct {
 	// Limits puts the edge and token limits in front of their routes (see
-	// rateLimits.Wrap). The REST limit is not here: it is the registry's
+	// rateLimits.Wrap and rateLimits.Consent). The REST limit is not here: it is the registry's
 	// Middleware, set before the API is mounted (see rateLimits.REST).
 	Limits *rateLimits
 	// Metrics records every request, rate-limited ones included, and is
@@ -69,7 +69,8 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 
 	var h http.Handler = mux
 	if opts.Limits != nil {
-		h = opts.Limits.Wrap(h)
+		h = opts.Limits.Wrap(h, tokens)
+		h = opts.Limits.Consent(h, tokens)
 	}
 	if opts.DBTimeout > 0 {
 		// Outside the limits: a Redis that does not answer spends the same

@@ -126,6 +126,17 @@ func (k isoToken) mayUse(branch string) bool {
 	return k.branches == nil || slices.Contains(k.branches, branch)
 }
 
+// coversAll reports whether the token may use every one of branches, as
+// writes of organization-wide data need.
+func (k isoToken) coversAll(branches []string) bool {
+	for _, b := range branches {
+		if !k.mayUse(b) {
+			return false
+		}
+	}
+	return true
+}
+
 // TestTenantIsolation is a property test: several organizations and
 // branches, tokens of both grant types with random scopes and branch sets,
 // random calls over every resource and method. Not one response may carry
@@ -289,11 +300,15 @@ func TestTenantIsolation(t *testing.T) {
 					want, code = 404, "not_found"
 				case branch != "" && !k.mayUse(branch):
 					want, code = 403, "insufficient_scope"
+				case method != "LIST" && method != "GET" && r.ScopeType == tenancy.Organization && !k.coversAll(tenantOf(tenants, k.org).branches):
+					// Organization-wide data: written only by a token of
+					// every branch, whether the record exists or not.
+					want, code = 403, "insufficient_scope"
 				case method == "LIST" || method == "POST":
 				case !visible:
 					want, code = 404, "not_found"
 				case (method == "PATCH" || method == "DELETE") && r.ScopeType == tenancy.BranchOrNull && rec.branch == nil &&
-					k.branches != nil && !(k.mayUse(tenantOf(tenants, k.org).branches[0]) && k.mayUse(tenantOf(tenants, k.org).branches[1])):
+					!k.coversAll(tenantOf(tenants, k.org).branches):
 					want, code = 403, "insufficient_scope"
 				}
 

@@ -10,6 +10,12 @@
 //	waybill admin org create    --name NAME                      → {"id"}
 //	waybill admin branch create --org ORG --name NAME            → {"id"}
 //	waybill admin user create   --email E --password P --org ORG [--org ...] [--admin] → {"id"}
+//	waybill admin user remove   --id USER --org ORG   → {"id", "organization_id", "revoked_families"}
+//	waybill admin user delete   --id USER             → {"id", "organization_ids", "revoked_families"}
+//	waybill admin purge [--refresh-max-age D] → {"codes", "refresh_tokens", "families", "grants"}
+//	waybill admin app create    --org ORG --name NAME --scopes "s1 s2" [--branches B1,B2] [--redirect-uri URI ...] → {"client_id", "client_secret", ...}
+//	waybill admin app rotate-secret --client-id ID [--revoke-tokens] → {"client_id", "client_secret", "tokens_revoked", ...}
+//	waybill admin keys reencrypt --secrets-key KEY [--previous-secrets-key KEY] → {"reencrypted", "secrets_key_id"}
 //	waybill help             print this help
 //
 // Every flag has a WAYBILL_* environment equivalent, used when the flag is
@@ -27,6 +33,28 @@
 //	--redis-prefix PREFIX    prefix of the rate limits' Redis keys (default waybill:rl:)
 //	--db-max-conns N         most PostgreSQL connections the server holds, kept open (default 16)
 //	--db-timeout D           longest a request waits for the database before 503 (default 2s)
+//	--secrets-key KEY        encrypts the signing key kept in the database (32 random bytes in base64)
+//	--previous-secrets-key KEY  the secrets key before, still decrypting during a rotation
+//	--refresh-max-age D      longest a user's authorization of an app lasts (default 2160h, 90 days)
+//	--purge-interval D       how often expired tokens are deleted (default 1h; 0 disables)
+//
+// user remove ends a membership and user delete deletes a user with every
+// membership; both revoke at once every refresh token of the user in the
+// organizations concerned, and the access tokens issued from them. A
+// refresh, or a code exchange, for a user who is no longer a member of the
+// token's organization fails with invalid_grant and revokes those tokens
+// too. An authorization lasts --refresh-max-age from the code exchange,
+// however often it is refreshed (each refresh token lives 30 days); then
+// the user must authorize the app again.
+//
+// serve deletes the token service's expired state every --purge-interval,
+// the first time a minute after it starts: codes and refresh tokens a week
+// after they expire, refresh token families a week after they are revoked
+// or reach --refresh-max-age, with their tokens, and the codes and consents
+// that began them. Within that week a replayed token is still recognized,
+// and refused, as revoked or reused; after it, as unknown. "waybill admin
+// purge" does the same once, for a scheduler, and prints what it deleted.
+// The consent form is limited by --rate-token per signed-in user.
 //
 // A request that cannot get the database within --db-timeout (no free
 // connection, the database unreachable or too slow) is answered 503
@@ -41,6 +69,22 @@
 // sqlite://PATH, PATH relative to the working directory or absolute when it
 // starts with / (sqlite:///var/lib/waybill.db). migrate, admin and serve take
 // --database-url, and each migrates the database before anything else.
+//
+// Without --jwt-secret, serve keeps its signing key in the database. With
+// --secrets-key (WAYBILL_SECRETS_KEY; make one with openssl rand -base64 32)
+// that key is stored encrypted (AES-256-GCM, bound to its row), and a key
+// stored in plain text before is encrypted on the first start with it;
+// without it, serve logs a warning. To rotate the secrets key, start every
+// replica with the new key as --secrets-key and the old one as
+// --previous-secrets-key, run "waybill admin keys reencrypt" with the same
+// two, then drop --previous-secrets-key. A wrong or missing secrets key
+// stops serve at start, naming the secrets key the database needs.
+//
+// POST /auth/v1/oauth/revoke revokes a refresh token or an
+// authorization-code access token with its whole authorization; a
+// client-credentials access token cannot be revoked (400
+// unsupported_token_type) and lives out its hour. "admin app rotate-secret
+// --revoke-tokens" revokes every authorization of the app with its secret.
 //
 // serve logs JSON lines to stderr, prints "waybill listening on http://ADDR"
 // to stdout once it listens, and shuts down gracefully on SIGTERM or SIGINT.
@@ -132,7 +176,8 @@ transport management system.
 Commands:
   serve    run the HTTP server (flags: waybill serve -h)
   migrate  migrate the database and print {"applied":[versions]}
-  admin    create organizations, branches, users and apps (waybill admin -h)
+  admin    create organizations, branches, users and apps; remove users from
+           an organization or delete them, revoking their tokens (waybill admin -h)
   openapi  print the OpenAPI 3.1 document of the API (also served at /v1/openapi.json)
   help     print this help
 
@@ -149,7 +194,18 @@ disables one), in process or, with --redis-url, across the replicas sharing
 that Redis, and serves Prometheus metrics at GET /metrics. It holds at most
 --db-max-conns PostgreSQL connections (default 16) and answers 503
 temporarily_unavailable to a request that cannot get the database within
---db-timeout (default 2s).
+--db-timeout (default 2s). A user's authorization of an app lasts
+--refresh-max-age (default 2160h, 90 days) from the code exchange, however
+often its tokens are refreshed.
+
+Every --purge-interval (default 1h; 0 disables it) serve deletes what ended
+a week ago: expired codes and refresh tokens, revoked or ended
+authorizations and their consents; "waybill admin purge" does it once.
+
+serve keeps its signing key in the database encrypted with --secrets-key
+(WAYBILL_SECRETS_KEY: 32 random bytes in base64, openssl rand -base64 32);
+without it, in plain text, with a warning. "waybill admin keys reencrypt"
+finishes a rotation of the secrets key.
 `
 
 // printUsage writes the help text to w.

@@ -35,7 +35,7 @@ func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous st
 		}
 		key, err := store.SigningKey(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("signing key: %w", err)
+			return nil, fmt.Errorf("signing key: %w", explainSealing(err))
 		}
 		return oauth.NewKeySet(key)
 	}
@@ -49,6 +49,47 @@ func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous st
 		}
 	}
 	return oauth.NewKeySet(keys[0], keys[1:]...)
+}
+
+// newSealer returns the sealer of --secrets-key and --previous-secrets-key,
+// which encrypts the signing key kept in the database; nil when neither is
+// set. A secrets key is 32 random bytes in base64 (oauth.ParseSecretsKey).
+func newSealer(current, previous string) (*oauth.Sealer, error) {
+	if current == "" {
+		if previous != "" {
+			return nil, errors.New("--previous-secrets-key needs --secrets-key")
+		}
+		return nil, nil
+	}
+	key, err := oauth.ParseSecretsKey(current)
+	if err != nil {
+		return nil, fmt.Errorf("--secrets-key: %w", err)
+	}
+	var keys []oauth.SecretsKey
+	if previous != "" {
+		prev, err := oauth.ParseSecretsKey(previous)
+		if err != nil {
+			return nil, fmt.Errorf("--previous-secrets-key: %w", err)
+		}
+		keys = append(keys, prev)
+	}
+	sealer, err := oauth.NewSealer(key, keys...)
+	if err != nil {
+		return nil, fmt.Errorf("--secrets-key and --previous-secrets-key: %w", err)
+	}
+	return sealer, nil
+}
+
+// explainSealing says what to do about a signing key in the database that
+// does not decrypt.
+func explainSealing(err error) error {
+	switch {
+	case errors.Is(err, oauth.ErrUnknownSecretsKey):
+		return fmt.Errorf("the signing key in the database is encrypted with another secrets key than --secrets-key and --previous-secrets-key (WAYBILL_SECRETS_KEY, WAYBILL_PREVIOUS_SECRETS_KEY); give the one it was encrypted with: %w", err)
+	case errors.Is(err, oauth.ErrUnsealFailed):
+		return fmt.Errorf("the signing key in the database does not decrypt: its row was altered: %w", err)
+	}
+	return err
 }
 
 // newOAuthServer returns the token service of the reference server.
@@ -75,10 +116,11 @@ func (c *appCreate) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.name, "name", "", "`name` of the app, shown on the consent page (required)")
 	fs.StringVar(&c.scopes, "scopes", "", "space-separated `scopes` the app may be granted (required)")
 	fs.StringVar(&c.branches, "branches", "", "comma-separated branch `ids` its client-credentials tokens may use (none when empty)")
-	fs.Var(&c.redirectURIs, "redirect-uri", "exact redirect `URI` of its authorization-code flow (repeatable)")
+	fs.Var(&c.redirectURIs, "redirect-uri", "exact redirect `URI` of its authorization-code flow: https, http on 127.0.0.1, [::1] or localhost, or a private-use scheme such as com.example.app:/callback; no fragment (repeatable)")
 }
 
-// check requires --org, --name and --scopes.
+// check requires --org, --name and --scopes, and redirect URIs that
+// oauth.CheckRedirectURI accepts.
 func (c *appCreate) check() error {
 	org, err := parseOrgID(c.org)
 	if err != nil {
@@ -90,6 +132,11 @@ func (c *appCreate) check() error {
 		return errors.New("--name is required")
 	case len(oauth.ParseScope(c.scopes)) == 0:
 		return errors.New("--scopes is required")
+	}
+	for _, u := range c.redirectURIs {
+		if err := oauth.CheckRedirectURI(u); err != nil {
+			return fmt.Errorf("--redirect-uri: %w", err)
+		}
 	}
 	return nil
 }
@@ -116,14 +163,17 @@ func (c *appCreate) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (an
 	return oauth.NewAppResponse(app, secret), nil
 }
 
-// appRotateSecret is "waybill admin app rotate-secret --client-id ID".
+// appRotateSecret is "waybill admin app rotate-secret --client-id ID
+// [--revoke-tokens]".
 type appRotateSecret struct {
-	clientID string
+	clientID     string
+	revokeTokens bool
 }
 
-// flags declares --client-id.
+// flags declares --client-id and --revoke-tokens.
 func (c *appRotateSecret) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.clientID, "client-id", "", "client `id` of the app (required)")
+	fs.BoolVar(&c.revokeTokens, "revoke-tokens", false, "also revoke every refresh token of the app and the access tokens issued from them; its client-credentials access tokens cannot be revoked and stay valid until they expire (an hour at most)")
 }
 
 // check requires --client-id.
@@ -134,12 +184,58 @@ func (c *appRotateSecret) check() error {
 	return nil
 }
 
-// exec gives the app a new secret; the old one stops working at once.
+// exec gives the app a new secret; the old one stops working at once. With
+// --revoke-tokens it revokes the app's tokens too. It prints the
+// oauth.SecretRotation.
 func (c *appRotateSecret) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
 	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")
-	secret, err := srv.RotateSecret(ctx, c.clientID)
+	rotation, err := srv.RotateAppSecret(ctx, c.clientID, c.revokeTokens)
 	if err != nil {
 		return nil, err
 	}
-	return oauth.AppResponse{ClientID: c.clientID, ClientSecret: secret}, nil
+	return rotation, nil
+}
+
+// keysReencrypt is "waybill admin keys reencrypt --secrets-key KEY
+// [--previous-secrets-key KEY]": the last step of a rotation of the secrets
+// key.
+type keysReencrypt struct {
+	secretsKey, previous string
+	sealer               *oauth.Sealer
+}
+
+// flags declares --secrets-key and --previous-secrets-key, as serve has
+// them.
+func (c *keysReencrypt) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.secretsKey, "secrets-key", "", "the secrets `key` to encrypt with, serve's new --secrets-key (required)")
+	fs.StringVar(&c.previous, "previous-secrets-key", "", "the secrets `key` the signing key is encrypted with now, when it is not --secrets-key")
+}
+
+// check requires --secrets-key and parses both keys.
+func (c *keysReencrypt) check() error {
+	if c.secretsKey == "" {
+		return errors.New("--secrets-key is required")
+	}
+	sealer, err := newSealer(c.secretsKey, c.previous)
+	c.sealer = sealer
+	return err
+}
+
+// reencrypted is the output of keys reencrypt.
+type reencrypted struct {
+	// Reencrypted counts the keys encrypted anew (0: all were already).
+	Reencrypted int `json:"reencrypted"`
+	// SecretsKeyID names the secrets key that now encrypts every key.
+	SecretsKeyID string `json:"secrets_key_id"`
+}
+
+// exec encrypts every stored key that the current secrets key does not
+// encrypt yet (under the previous one, or in plain text) with the current
+// one.
+func (c *keysReencrypt) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+	n, err := newOAuthStore(db, d).WithSealer(c.sealer).ReencryptKeys(ctx)
+	if err != nil {
+		return nil, explainSealing(err)
+	}
+	return reencrypted{Reencrypted: n, SecretsKeyID: c.sealer.KeyID()}, nil
 }

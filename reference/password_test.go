@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	apierrors "github.com/waybillhq/waybill/errors"
 )
 
 // cheapArgon2 keeps the tests that do not check the default cost fast.
@@ -15,7 +22,7 @@ func TestHashPasswordDefault(t *testing.T) {
 	t.Parallel()
 	hash, err := hashPassword("correct horse battery staple")
 	require.NoError(t, err)
-	assert.Regexp(t, `^\$argon2id\$v=19\$m=65536,t=3,p=2\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`, hash,
+	assert.Regexp(t, `^\$argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$`, hash,
 		"PHC string, 16-byte salt, 32-byte key, unpadded standard base64")
 
 	ok, err := verifyPassword(hash, "correct horse battery staple")
@@ -142,4 +149,138 @@ func TestDummyPasswordHash(t *testing.T) {
 	assert.Equal(t, defaultArgon2, p)
 	assert.Len(t, salt, saltLen)
 	assert.Len(t, key, keyLen)
+}
+
+// oldArgon2 is the default cost of earlier versions, whose hashes users
+// may still have.
+var oldArgon2 = argon2Params{Memory: 64 * 1024, Time: 3, Threads: 2}
+
+func TestNeedsRehash(t *testing.T) {
+	t.Parallel()
+	current, err := hashPassword("password")
+	require.NoError(t, err)
+	old, err := hashPasswordWith(oldArgon2, "password")
+	require.NoError(t, err)
+	cheap, err := hashPasswordWith(cheapArgon2, "password")
+	require.NoError(t, err)
+	tests := []struct {
+		name, hash string
+		want       bool
+	}{
+		{"default cost", current, false},
+		{"the dummy hash", dummyPasswordHash, false},
+		{"the old default cost", old, true},
+		{"another cost", cheap, true},
+		{"a shorter key", current[:strings.LastIndexByte(current, '$')+1] + "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5", true},
+		{"malformed", "$argon2id$v=19$m=0", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, needsRehash(tt.hash))
+		})
+	}
+}
+
+// A hash of the old cost still verifies, and a right password gets a new
+// hash at the default cost; a wrong one gets none.
+func TestVerifyRehashes(t *testing.T) {
+	t.Parallel()
+	old, err := hashPasswordWith(oldArgon2, "correct horse")
+	require.NoError(t, err)
+	l := newHashLimiter(1, 0, time.Second)
+
+	ok, rehash, err := l.verify(t.Context(), old, "wrong horse")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Empty(t, rehash)
+
+	ok, rehash, err = l.verify(t.Context(), old, "correct horse")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	require.NotEmpty(t, rehash)
+	p, _, _, err := decodeHash(rehash)
+	require.NoError(t, err)
+	assert.Equal(t, defaultArgon2, p)
+	ok, rehash, err = l.verify(t.Context(), rehash, "correct horse")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Empty(t, rehash, "a hash of the default cost stays")
+}
+
+// rpHold takes the one slot of l until the returned function is called.
+func rpHold(t *testing.T, l *hashLimiter) (release func()) {
+	t.Helper()
+	held, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		assert.NoError(t, l.do(context.Background(), func() { close(held); <-done }))
+	}()
+	<-held
+	var once sync.Once
+	release = func() { once.Do(func() { close(done) }) }
+	t.Cleanup(release)
+	return release
+}
+
+func TestHashLimiter(t *testing.T) {
+	t.Parallel()
+	t.Run("no slot within the wait", func(t *testing.T) {
+		t.Parallel()
+		l := newHashLimiter(1, 1, time.Millisecond)
+		rpHold(t, l)
+		ran := false
+		assert.ErrorIs(t, l.do(t.Context(), func() { ran = true }), errHashBusy)
+		assert.False(t, ran)
+	})
+	t.Run("the queue is full", func(t *testing.T) {
+		t.Parallel()
+		l := newHashLimiter(1, 1, time.Hour)
+		release := rpHold(t, l)
+		waited := make(chan error, 1)
+		go func() { waited <- l.do(t.Context(), func() {}) }()
+		require.Eventually(t, func() bool { return len(l.tickets) == 2 }, wait, time.Millisecond, "the second hash waits")
+		assert.ErrorIs(t, l.do(t.Context(), func() { t.Error("ran past a full queue") }), errHashBusy)
+		release()
+		assert.NoError(t, <-waited, "the waiting hash runs once the slot is free")
+	})
+	t.Run("the request ends while it waits", func(t *testing.T) {
+		t.Parallel()
+		l := newHashLimiter(1, 1, time.Hour)
+		rpHold(t, l)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		assert.ErrorIs(t, l.do(ctx, func() {}), context.Canceled)
+	})
+	t.Run("busy is a 503 with Retry-After", func(t *testing.T) {
+		t.Parallel()
+		l := newHashLimiter(1, 0, time.Hour)
+		rpHold(t, l)
+		_, _, err := l.verify(t.Context(), dummyPasswordHash, "x")
+		e := apierrors.From(err)
+		assert.Equal(t, http.StatusServiceUnavailable, e.Status)
+		assert.Equal(t, apierrors.CodeUnavailable, e.Code)
+		assert.Equal(t, "1", e.Header.Get("Retry-After"))
+		// As the password grant sees it: wrapped in a server_error.
+		e = apierrors.From(apierrors.Internal(fmt.Errorf("oauth: authenticate user: %w", err)))
+		assert.Equal(t, http.StatusServiceUnavailable, e.Status)
+		assert.Equal(t, "1", e.Header.Get("Retry-After"))
+	})
+}
+
+// BenchmarkVerifyPassword measures one verification at the default cost
+// and at the cost of earlier versions.
+func BenchmarkVerifyPassword(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		p    argon2Params
+	}{{"default m=19MiB t=2 p=1", defaultArgon2}, {"old m=64MiB t=3 p=2", oldArgon2}} {
+		hash, err := hashPasswordWith(c.p, "correct horse")
+		require.NoError(b, err)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = verifyPassword(hash, "wrong horse")
+			}
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/ratelimit"
 	redislimit "github.com/waybillhq/waybill/ratelimit/redis"
@@ -65,9 +67,10 @@ const (
 // the number of those not logged. The metric counts every one.
 const errorLogInterval = 10 * time.Second
 
-// maxPeekBytes is how much of a token request's body is read to find the
-// client it names: the limit of the token endpoints' bodies (64 KiB). A
-// longer body is keyed by remote address; the handler refuses it.
+// maxPeekBytes is how much of a token or sign-in request's body is read to
+// find the client credentials or the email it names: the limit of those
+// endpoints' bodies (64 KiB). A longer body is keyed by remote address
+// only; the handler refuses it.
 const maxPeekBytes = 64 << 10
 
 // maxKeyLength bounds the length of a client id used as a key as it is:
@@ -95,8 +98,8 @@ type limitsConfig struct {
 func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
 	c.REST, c.Edge, c.Token = defaultRateREST, defaultRateEdge, defaultRateToken
 	fs.Var(quotaFlag{&c.REST}, "rate-rest", "`N` requests per minute of each organization to the REST API (/v1, /api/v1); 0 disables the limit")
-	fs.Var(quotaFlag{&c.Edge}, "rate-edge", "`N` requests per minute of each app (or remote address) to the edge functions (/functions/v1/*); 0 disables the limit")
-	fs.Var(quotaFlag{&c.Token}, "rate-token", "`N` requests per minute of each client_id (or remote address) to the token endpoints and of each remote address to the password sign-in; 0 disables the limit")
+	fs.Var(quotaFlag{&c.Edge}, "rate-edge", "`N` requests per minute of each authenticated app (else of each remote address) to the edge functions (/functions/v1/*); 0 disables the limit")
+	fs.Var(quotaFlag{&c.Token}, "rate-token", "`N` requests per minute of each authenticated client to the token endpoints, of each remote address to them without a client that authenticates, of each remote address and each email to the password sign-ins, and of each signed-in user to the consent form (an IPv6 address counts as its /64); 0 disables the limit")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` (redis://... or rediss://...) that keeps the rate limits, shared by every replica using it (default: in process)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "`prefix` of the rate limits' Redis keys (default "+redislimit.DefaultPrefix+")")
 }
@@ -134,14 +137,23 @@ func limit(name string, quota int) ratelimit.Limit {
 //     registry's Middleware (REST), so it runs after tenancy resolved the
 //     tenant: requests that tenancy refuses (401, 403, 404) are not counted,
 //     as the organization of a request without a valid token is not known.
-//   - edge: every request to /functions/v1/*, keyed by the app that
-//     /functions/v1/oauth-token names (the only edge function so far),
-//     else by remote address. That route counts against "edge" only.
+//   - edge: every request to /functions/v1/*. A POST to
+//     /functions/v1/oauth-token (the only edge function so far) whose
+//     client authenticates is keyed by that client; every other request by
+//     remote address. That route counts against "edge" only.
 //   - token: POST to the token, revocation and introspection endpoints,
-//     keyed by the client_id they name, else by remote address; POST to the
-//     password sign-in and the login form, keyed by remote address always,
-//     so that naming a new client_id at each attempt does not escape the
-//     limit of password guessing.
+//     keyed by the client when it authenticates, else by remote address:
+//     a request that names a client but fails to authenticate as it spends
+//     the quota of its own address, never the client's, so nobody can lock
+//     a client out by naming it. POST to the password sign-in and the login
+//     form, keyed by remote address and by the email it names, each with
+//     the whole quota: naming a new client_id at each attempt does not
+//     escape the limit of the address, and spreading guesses at one
+//     account over many addresses does not escape the limit of the email.
+//
+// Remote addresses are keyed as they are for IPv4 and by their /64 for
+// IPv6, the block a single host or subscriber is usually given (see
+// addrGroup).
 //
 // Over a limit, a request is answered 429 rate_limited with Retry-After;
 // every response of a limited route carries RateLimit-Policy and RateLimit.
@@ -259,27 +271,99 @@ func (l *rateLimits) REST() func(http.Handler) http.Handler {
 	return l.middleware(l.rest, keyByOrganization)
 }
 
+// clientAuthenticator authenticates an OAuth client as the token endpoint
+// does; an *oauth.Server is one.
+type clientAuthenticator interface {
+	AuthenticateClient(ctx context.Context, clientID, secret, scheme string) (*oauth.App, error)
+}
+
 // Wrap puts the "edge" and "token" limits in front of their routes of
 // next, the server's mux, and leaves every other request to next as it is.
-// The limit is picked by method and path (see rateLimits).
-func (l *rateLimits) Wrap(next http.Handler) http.Handler {
-	edge := l.middleware(l.edge, keyByClient)(next)
-	tokenByClient := l.middleware(l.token, keyByClient)(next)
-	tokenByAddr := l.middleware(l.token, keyByAddr)(next)
+// The limit is picked by method and path (see rateLimits); clients
+// authenticates the clients of the token endpoints, for their keys.
+func (l *rateLimits) Wrap(next http.Handler, clients clientAuthenticator) http.Handler {
+	byClient := keyByAuthenticatedClient(clients)
+	edgeToken := l.middleware(l.edge, byClient)(next)
+	edge := l.middleware(l.edge, keyByAddr)(next)
+	token := l.middleware(l.token, byClient)(next)
+	signIn := l.signIn(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
+		case p == oauth.PathEdgeToken && r.Method == http.MethodPost:
+			edgeToken.ServeHTTP(w, r)
 		case strings.HasPrefix(p, edgePrefix):
 			edge.ServeHTTP(w, r)
 		case r.Method != http.MethodPost:
 			next.ServeHTTP(w, r)
 		case p == oauth.PathToken || p == oauth.PathV1Token || p == oauth.PathRevoke || p == oauth.PathIntrospect:
-			tokenByClient.ServeHTTP(w, r)
+			token.ServeHTTP(w, r)
 		case p == oauth.PathUserToken || p == oauth.PathLogin:
-			tokenByAddr.ServeHTTP(w, r)
+			signIn.ServeHTTP(w, r)
 		default:
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// signIn returns the "token" limit of the password sign-ins: each request
+// is counted under its remote address and, when it names one, under its
+// email, and refused when either is over the quota. Its RateLimit header
+// tells the tighter of the two.
+func (l *rateLimits) signIn(next http.Handler) http.Handler {
+	lim := l.token
+	if !lim.Enabled() {
+		return next
+	}
+	onError := l.onError(lim.Name)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var keys []string
+		if k, ok := keyByAddr(r); ok {
+			keys = append(keys, k)
+		}
+		if email := normalizeEmail(peekParams(r).Get("email")); email != "" {
+			sum := sha256.Sum256([]byte(email))
+			keys = append(keys, "email:"+hex.EncodeToString(sum[:]))
+		}
+		if len(keys) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var tightest ratelimit.Decision
+		for i, k := range keys {
+			d, err := l.limiter.Allow(r.Context(), k, lim)
+			if err != nil {
+				// Fail open, as the other limits do: the policy, no state.
+				onError(r, err)
+				w.Header().Set("RateLimit-Policy", ratelimitPolicy(lim))
+				next.ServeHTTP(w, r)
+				return
+			}
+			if i == 0 || !d.Allowed || d.Remaining < tightest.Remaining {
+				tightest = d
+			}
+			if !d.Allowed {
+				break
+			}
+		}
+		ratelimit.SetHeaders(w.Header(), lim, tightest)
+		if !tightest.Allowed {
+			apierrors.Write(w, r, apierrors.RateLimited(ceilSeconds(tightest.RetryAfter)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ratelimitPolicy returns the RateLimit-Policy value of lim.
+func ratelimitPolicy(lim ratelimit.Limit) string {
+	h := http.Header{}
+	ratelimit.SetHeaders(h, lim, ratelimit.Decision{})
+	return h.Get("RateLimit-Policy")
+}
+
+// ceilSeconds returns d in whole seconds, rounded up.
+func ceilSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
 }
 
 // middleware returns the ratelimit middleware of lim keyed by key, failing
@@ -361,69 +445,124 @@ func keyByOrganization(r *http.Request) (string, bool) {
 	return t.OrganizationID, true
 }
 
-// keyByClient keys a request by the client it names, "client:<id>", else
-// by its remote address, "addr:<host>".
-func keyByClient(r *http.Request) (string, bool) {
-	if id := peekClientID(r); id != "" {
-		if len(id) > maxKeyLength {
-			sum := sha256.Sum256([]byte(id))
-			id = "sha256:" + hex.EncodeToString(sum[:])
+// keyByAuthenticatedClient returns the key of a token request: the client
+// it authenticates as, "client:<id>", when its credentials (HTTP Basic, or
+// client_id and client_secret in the body, read as the token endpoint reads
+// them) are a client's; else its remote address, "addr:<host>". A request
+// that names a client without its secret spends the quota of its address,
+// so that nobody can spend a client's quota but the client.
+func keyByAuthenticatedClient(clients clientAuthenticator) ratelimit.KeyFunc {
+	return func(r *http.Request) (string, bool) {
+		id, secret, scheme := peekCredentials(r)
+		if id != "" && secret != "" && clients != nil {
+			if _, err := clients.AuthenticateClient(r.Context(), id, secret, scheme); err == nil {
+				return clientKey(id), true
+			}
 		}
-		return "client:" + id, true
+		return keyByAddr(r)
 	}
-	return keyByAddr(r)
 }
 
-// keyByAddr keys a request by its remote address, "addr:<host>".
+// clientKey returns the key of the client id: "client:<id>", or for an id
+// longer than maxKeyLength "client:sha256:<hex>".
+func clientKey(id string) string {
+	if len(id) > maxKeyLength {
+		sum := sha256.Sum256([]byte(id))
+		id = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return "client:" + id
+}
+
+// keyByAddr keys a request by its remote address, "addr:<host>", an IPv6
+// address by its /64 (see addrGroup).
 func keyByAddr(r *http.Request) (string, bool) {
 	host, ok := ratelimit.KeyByRemoteAddr(r)
-	return "addr:" + host, ok
+	if !ok {
+		return "", false
+	}
+	return "addr:" + addrGroup(host), true
 }
 
-// peekClientID returns the client a token request names, as the token
-// endpoint reads it (SPEC section 5.1): the user of HTTP Basic,
-// form-urlencoded before base64, or client_id in a form-urlencoded or JSON
-// body. It reads at most maxPeekBytes of the body and puts what it read back
-// in front of the rest, so the handler reads the body whole. "" when the
-// request names no client, or its body is too long or does not parse.
-//
-// The client is not authenticated here: a request may name any client, as
-// it may come from any address. The limit bounds the work per name.
-func peekClientID(r *http.Request) string {
-	if user, _, ok := r.BasicAuth(); ok {
-		if id, err := url.QueryUnescape(user); err == nil {
-			return id
-		}
-		return user
+// addrGroup returns what a limit counts the remote address host under: an
+// IPv4 address as it is (an IPv4-mapped IPv6 address as its IPv4 address),
+// an IPv6 address as its /64 network, e.g. "2001:db8:1:2::/64". A host
+// commonly gets a whole /64, so that counting each IPv6 address would give
+// it 2^64 quotas. Anything else is left as it is.
+func addrGroup(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
 	}
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return host
+	}
+	return p.String()
+}
+
+// peekCredentials returns the client credentials of a token request as the
+// token endpoint reads them: HTTP Basic, whose user and password are
+// form-urlencoded (scheme "Basic"), else client_id and client_secret of the
+// body (scheme ""). Basic credentials that are not form-urlencoded are
+// none.
+func peekCredentials(r *http.Request) (id, secret, scheme string) {
+	if user, pass, ok := r.BasicAuth(); ok {
+		id, err1 := url.QueryUnescape(user)
+		secret, err2 := url.QueryUnescape(pass)
+		if err1 != nil || err2 != nil {
+			return "", "", ""
+		}
+		return id, secret, "Basic"
+	}
+	p := peekParams(r)
+	return p.Get("client_id"), p.Get("client_secret"), ""
+}
+
+// peekParams returns the parameters of a POST body that is
+// form-urlencoded or a JSON object (its members whose values are strings).
+// It reads at most maxPeekBytes of the body and puts what it read back in
+// front of the rest, so the handler reads the body whole; a body read
+// before is read from where it was put back. None when the body is of
+// another type, too long, or does not parse.
+func peekParams(r *http.Request) url.Values {
 	if r.Body == nil || r.Body == http.NoBody {
-		return ""
+		return nil
 	}
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || (ct != "application/x-www-form-urlencoded" && ct != "application/json") {
-		return ""
+		return nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeekBytes+1))
 	r.Body = peekedBody{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
 	if err != nil || len(body) > maxPeekBytes {
-		return ""
+		return nil
 	}
 	if ct == "application/x-www-form-urlencoded" {
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
-			return ""
+			return nil
 		}
-		return form.Get("client_id")
+		return form
 	}
 	var fields map[string]json.RawMessage
-	var id string
-	if json.Unmarshal(body, &fields) != nil || json.Unmarshal(fields["client_id"], &id) != nil {
-		return ""
+	if json.Unmarshal(body, &fields) != nil {
+		return nil
 	}
-	return id
+	params := url.Values{}
+	for k, raw := range fields {
+		var v string
+		if json.Unmarshal(raw, &v) == nil {
+			params.Set(k, v)
+		}
+	}
+	return params
 }
 
-// peekedBody is a request body of which peekClientID read the start: it
+// peekedBody is a request body of which peekParams read the start: it
 // reads that start again, then the rest, and closes the original body.
 type peekedBody struct {
 	io.Reader

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -18,7 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/testdb"
+	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/ratelimit"
 )
 
@@ -390,21 +393,22 @@ func TestRateLimitsRedisDownFailsOpen(t *testing.T) {
 	assert.Less(t, perLimit["token"], 3)
 }
 
-func TestPeekClientID(t *testing.T) {
+func TestPeekCredentials(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", maxPeekBytes)
 	tests := []struct {
 		name, ct, body string
 		basic          [2]string
-		want           string
+		want           [3]string // id, secret, scheme
 	}{
-		{name: "basic", ct: "application/x-www-form-urlencoded", body: "grant_type=client_credentials", basic: [2]string{"app%3A1", "s"}, want: "app:1"},
-		{name: "basic, not form-encoded", basic: [2]string{"a%zz", "s"}, want: "a%zz"},
-		{name: "form", ct: "application/x-www-form-urlencoded", body: "grant_type=client_credentials&client_id=app-1&client_secret=s", want: "app-1"},
-		{name: "form with charset", ct: "application/x-www-form-urlencoded; charset=utf-8", body: "client_id=app-1", want: "app-1"},
-		{name: "json", ct: "application/json", body: `{"client_id":"app-1","client_secret":"s"}`, want: "app-1"},
+		{name: "basic", ct: "application/x-www-form-urlencoded", body: "grant_type=client_credentials", basic: [2]string{"app%3A1", "s%26t"}, want: [3]string{"app:1", "s&t", "Basic"}},
+		{name: "basic, not form-encoded", basic: [2]string{"a%zz", "s"}},
+		{name: "basic wins over the body", ct: "application/x-www-form-urlencoded", body: "client_id=b&client_secret=t", basic: [2]string{"a", "s"}, want: [3]string{"a", "s", "Basic"}},
+		{name: "form", ct: "application/x-www-form-urlencoded", body: "grant_type=client_credentials&client_id=app-1&client_secret=s", want: [3]string{"app-1", "s", ""}},
+		{name: "form with charset", ct: "application/x-www-form-urlencoded; charset=utf-8", body: "client_id=app-1", want: [3]string{"app-1", "", ""}},
+		{name: "json", ct: "application/json", body: `{"client_id":"app-1","client_secret":"s"}`, want: [3]string{"app-1", "s", ""}},
 		{name: "json, key differs in case", ct: "application/json", body: `{"Client_ID":"app-1"}`},
-		{name: "json, not a string", ct: "application/json", body: `{"client_id":1}`},
+		{name: "json, not a string", ct: "application/json", body: `{"client_id":1,"client_secret":"s"}`, want: [3]string{"", "s", ""}},
 		{name: "json, not an object", ct: "application/json", body: `["client_id"]`},
 		{name: "no client", ct: "application/x-www-form-urlencoded", body: "grant_type=refresh_token&refresh_token=r"},
 		{name: "other type", ct: "text/plain", body: "client_id=app-1"},
@@ -422,7 +426,8 @@ func TestPeekClientID(t *testing.T) {
 			if tt.basic[0] != "" {
 				req.SetBasicAuth(tt.basic[0], tt.basic[1])
 			}
-			assert.Equal(t, tt.want, peekClientID(req))
+			id, secret, scheme := peekCredentials(req)
+			assert.Equal(t, tt.want, [3]string{id, secret, scheme})
 			rest, err := io.ReadAll(req.Body)
 			require.NoError(t, err)
 			assert.Equal(t, tt.body, string(rest), "the handler reads the whole body")
@@ -431,26 +436,58 @@ func TestPeekClientID(t *testing.T) {
 	}
 }
 
-func TestKeyByClient(t *testing.T) {
+// rpClients authenticates the client "app-1" with the secret "s".
+type rpClients struct{}
+
+// AuthenticateClient accepts app-1 with s, and nothing else.
+func (rpClients) AuthenticateClient(_ context.Context, id, secret, _ string) (*oauth.App, error) {
+	if id == "app-1" && secret == "s" {
+		return &oauth.App{ClientID: id}, nil
+	}
+	return nil, apierrors.InvalidClient("", "client authentication failed")
+}
+
+func TestKeyByAuthenticatedClient(t *testing.T) {
 	t.Parallel()
-	req := httptest.NewRequest(http.MethodPost, "/v1/oauth/token", strings.NewReader("client_id=app-1"))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.RemoteAddr = "192.0.2.7:5000"
-	key, ok := keyByClient(req)
-	assert.True(t, ok)
-	assert.Equal(t, "client:app-1", key)
+	key := keyByAuthenticatedClient(rpClients{})
+	tests := []struct {
+		name, body, remote, want string
+	}{
+		{"authenticated", "client_id=app-1&client_secret=s", "192.0.2.7:5000", "client:app-1"},
+		{"wrong secret: the address", "client_id=app-1&client_secret=x", "192.0.2.7:5000", "addr:192.0.2.7"},
+		{"no secret: the address", "client_id=app-1", "192.0.2.7:5000", "addr:192.0.2.7"},
+		{"no client: the address", "grant_type=refresh_token", "192.0.2.7:5000", "addr:192.0.2.7"},
+		{"IPv6: its /64", "client_id=app-1&client_secret=x", "[2001:db8:1:2:3:4:5:6]:5000", "addr:2001:db8:1:2::/64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			req := httptest.NewRequest(http.MethodPost, "/v1/oauth/token", strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.RemoteAddr = tt.remote
+			got, ok := key(req)
+			assert.True(t, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	assert.Equal(t, len("client:sha256:")+64, len(clientKey(strings.Repeat("a", 1000))), "a long client id is hashed")
+}
 
-	req = httptest.NewRequest(http.MethodPost, "/v1/oauth/token", strings.NewReader("client_id="+strings.Repeat("a", 1000)))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	key, ok = keyByClient(req)
-	assert.True(t, ok)
-	assert.Equal(t, len("client:sha256:")+64, len(key), "a long client id is hashed: %s", key)
-
-	req = httptest.NewRequest(http.MethodPost, "/v1/oauth/token", nil)
-	req.RemoteAddr = "192.0.2.7:5000"
-	key, ok = keyByClient(req)
-	assert.True(t, ok)
-	assert.Equal(t, "addr:192.0.2.7", key)
+func TestAddrGroup(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ host, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"::ffff:192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"::1", "::/64"},
+		{"not an address", "not an address"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, addrGroup(tt.host), tt.host)
+	}
 }
 
 // Wrap picks the limit by method and path; everything else passes as it
@@ -461,7 +498,7 @@ func TestRateLimitsWrapRoutes(t *testing.T) {
 	l, err := newRateLimits(t.Context(), limitsConfig{REST: 1, Edge: 1, Token: 1}, nil, newLogger(&logs))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, l.Close()) }()
-	h := l.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	h := l.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), rpClients{})
 	tests := []struct {
 		method, path, limit string
 	}{

@@ -44,15 +44,28 @@ type serveConfig struct {
 	// JWTPreviousSecret still verifies the tokens of the secret before
 	// JWTSecret, during a rotation.
 	JWTPreviousSecret string
+	// SecretsKey encrypts the signing key kept in the database (see
+	// newSealer); empty keeps it in plain text, with a warning.
+	SecretsKey string
+	// PreviousSecretsKey still decrypts what the secrets key before
+	// SecretsKey encrypted, during a rotation of it.
+	PreviousSecretsKey string
 	// DBMaxConns bounds the PostgreSQL connections of the server (see
 	// openDB); SQLite always has one.
 	DBMaxConns int
 	// DBTimeout bounds how long a request may wait for the database (see
 	// withDeadline).
 	DBTimeout time.Duration
+	// RefreshMaxAge is the absolute lifetime of a user's authorization of
+	// an app: its refresh tokens rotate until this long after the code
+	// exchange, then the user must authorize the app again.
+	RefreshMaxAge time.Duration
 	// Limits configures the rate limits (--rate-*, --redis-url); its zero
 	// value is the defaults of SPEC section 6, in process.
 	Limits limitsConfig
+	// PurgeInterval is how often the expired state of the token service is
+	// purged (see startPurges); 0 disables the purge.
+	PurgeInterval time.Duration
 }
 
 // parseServeFlags parses the serve command's flags from args and their
@@ -67,17 +80,30 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.StringVar(&cfg.Issuer, "issuer", "", "issuer `URL` of the tokens and base of the OAuth endpoints (default http://ADDR)")
 	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
 	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
+	fs.StringVar(&cfg.SecretsKey, "secrets-key", "", "`key` that encrypts the signing key kept in the database (AES-256-GCM): 32 random bytes in base64, as openssl rand -base64 32 prints; prefer the environment to the command line")
+	fs.StringVar(&cfg.PreviousSecretsKey, "previous-secrets-key", "", "the secrets `key` before --secrets-key, still accepted to decrypt, until \"waybill admin keys reencrypt\" has run")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most PostgreSQL `connections` the server holds, kept open while used; replicas × this must stay below PostgreSQL's max_connections (behind PgBouncer: its max_client_conn)")
 	fs.DurationVar(&cfg.DBTimeout, "db-timeout", defaultDBTimeout, "longest a request waits for the database (a free connection, connecting, its statements) before it is answered 503 temporarily_unavailable")
+	fs.DurationVar(&cfg.RefreshMaxAge, "refresh-max-age", oauth.DefaultRefreshMaxAge, "longest a user's authorization of an app lasts, counted from the code exchange and not extended by refreshing; then the user must authorize the app again (each refresh token still lives 30 days)")
 	limitsFlags(fs, &cfg.Limits)
+	fs.DurationVar(&cfg.PurgeInterval, "purge-interval", defaultPurgeInterval, "how often expired codes, refresh tokens, revoked or ended authorizations and old consents are deleted from the database (the first time a minute after the start); 0 disables it, for \"waybill admin purge\" run by a scheduler instead")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
+	}
+	if _, err := newSealer(cfg.SecretsKey, cfg.PreviousSecretsKey); err != nil {
+		return serveConfig{}, fmt.Errorf("serve: %w", err)
 	}
 	if cfg.DBMaxConns < 1 {
 		return serveConfig{}, fmt.Errorf("serve: --db-max-conns must be at least 1, not %d", cfg.DBMaxConns)
 	}
 	if cfg.DBTimeout <= 0 {
 		return serveConfig{}, fmt.Errorf("serve: --db-timeout must be positive, not %v", cfg.DBTimeout)
+	}
+	if cfg.RefreshMaxAge <= 0 {
+		return serveConfig{}, fmt.Errorf("serve: --refresh-max-age must be positive, not %v", cfg.RefreshMaxAge)
+	}
+	if err := checkPurgeInterval(cfg.PurgeInterval); err != nil {
+		return serveConfig{}, fmt.Errorf("serve: %w", err)
 	}
 	return cfg, nil
 }
@@ -122,11 +148,19 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", applied,
 		"max_conns", db.Stats().MaxOpenConnections, "timeout", cfg.DBTimeout.String())
 
-	store := newOAuthStore(db, dialect)
+	sealer, err := newSealer(cfg.SecretsKey, cfg.PreviousSecretsKey)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	store := newOAuthStore(db, dialect).WithSealer(sealer)
 	keys, err := signingKeys(ctx, store, cfg.JWTSecret, cfg.JWTPreviousSecret)
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("serve: %w", err)
+	}
+	if sealer == nil && cfg.JWTSecret == "" {
+		logger.Warn("the signing key is kept in the database unencrypted: anyone who reads the database or a backup of it can sign tokens for every organization; set --secrets-key (WAYBILL_SECRETS_KEY) to encrypt it")
 	}
 	url := "http://" + ln.Addr().String()
 	issuer := cfg.Issuer
@@ -135,6 +169,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}
 	tokens := newOAuthServer(db, store, keys, issuer)
 	tokens.Logger = logger
+	tokens.RefreshMaxAge = cfg.RefreshMaxAge
 	verifier := oauth.NewVerifier(keys, issuer)
 	verifier.Families = store
 	api, err := newAPI(db, dialect, verifier)
@@ -180,6 +215,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	// Stopped before the database is closed (deferred after its Close).
+	defer startPurges(ctx, tokens, cfg.PurgeInterval, logger)()
 
 	select {
 	case err := <-served:

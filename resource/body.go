@@ -28,9 +28,11 @@ type member struct {
 }
 
 // readObject reads a request body that must be application/json and one
-// JSON object, with no member named twice. A body over MaxBodyBytes is 413;
-// anything else wrong is 400 invalid_request.
-func readObject(w http.ResponseWriter, r *http.Request) ([]member, error) {
+// JSON object, with no member named twice. accept is asked about each
+// member's name as it is read, before its value, and may refuse it: the
+// reading stops at the first refusal, which is returned. A body over
+// MaxBodyBytes is 413; anything else wrong is 400 invalid_request.
+func readObject(w http.ResponseWriter, r *http.Request, accept func(name string) error, maxMembers int) ([]member, error) {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || ct != "application/json" {
 		return nil, apierrors.InvalidRequest("Content-Type must be application/json")
@@ -43,6 +45,16 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]member, error) {
 		}
 		return nil, apierrors.InvalidRequest("the request body could not be read")
 	}
+	return decodeObject(body, accept, maxMembers)
+}
+
+// decodeObject parses body, one JSON object, into its members in the order
+// sent. Its time is linear in the body's length: the names seen are kept
+// in a set, and the reading stops at the first name that accept (when not
+// nil) refuses, returning accept's error, or at the member after
+// maxMembers (when positive). A name sent twice is 400 invalid_request, as
+// is a body that is not one JSON object.
+func decodeObject(body []byte, accept func(name string) error, maxMembers int) ([]member, error) {
 	notObject := apierrors.InvalidRequest("the body must be one JSON object")
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -50,16 +62,24 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]member, error) {
 		return nil, notObject
 	}
 	var members []member
+	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, notObject
 		}
 		name := tok.(string) // inside an object every key is a string
-		for _, m := range members {
-			if m.name == name {
-				return nil, apierrors.InvalidRequest("the body names %q twice", name)
+		if seen[name] {
+			return nil, apierrors.InvalidRequest("the body names %q twice", truncate(name, 64))
+		}
+		seen[name] = true
+		if accept != nil {
+			if err := accept(name); err != nil {
+				return nil, err
 			}
+		}
+		if maxMembers > 0 && len(members) == maxMembers {
+			return nil, apierrors.InvalidRequest("the body has more than %d members", maxMembers)
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
@@ -76,6 +96,45 @@ func readObject(w http.ResponseWriter, r *http.Request) ([]member, error) {
 	return members, nil
 }
 
+// readChanges reads the body of a POST (create) or PATCH and validates it
+// against the resource (see changes). Each name is checked as it is read,
+// so a body is refused at its first member the resource does not take,
+// however many follow, and never has more members than the resource has
+// fields.
+func (r *Resource) readChanges(w http.ResponseWriter, req *http.Request, create bool) (Record, error) {
+	accept := func(name string) error {
+		_, err := r.writableField(name, create)
+		return err
+	}
+	members, err := readObject(w, req, accept, len(r.fields))
+	if err != nil {
+		return nil, err
+	}
+	return r.changes(members, create)
+}
+
+// writableField returns the field that a member of a POST (create) or
+// PATCH body named name sets, or the refusal: invalid_create on POST and
+// invalid_update on PATCH, naming the field.
+func (r *Resource) writableField(name string, create bool) (*Field, error) {
+	refuse := apierrors.InvalidUpdate
+	if create {
+		refuse = apierrors.InvalidCreate
+	}
+	f := r.Field(name)
+	switch {
+	case name == OrganizationColumn || name == BranchColumn:
+		return nil, refuse("%s is set by the server and cannot be sent", name)
+	case f == nil:
+		return nil, refuse("unknown field %q; fields that may be sent: %s", truncate(name, 64), quoteList(r.writable(create)))
+	case create && !f.Create:
+		return nil, refuse("%s cannot be set on create; fields that may be sent: %s", name, quoteList(r.writable(true)))
+	case !create && !f.Update:
+		return nil, refuse("%s cannot be changed; fields that may be sent: %s", name, quoteList(r.writable(false)))
+	}
+	return f, nil
+}
+
 // changes validates the members of a POST (create) or PATCH body against
 // the resource's whitelists and field types and returns them as a Record.
 // Every refusal is invalid_create on POST and invalid_update on PATCH, and
@@ -87,16 +146,9 @@ func (r *Resource) changes(members []member, create bool) (Record, error) {
 	}
 	rec := make(Record, len(members))
 	for _, m := range members {
-		f := r.Field(m.name)
-		switch {
-		case m.name == OrganizationColumn || m.name == BranchColumn:
-			return nil, refuse("%s is set by the server and cannot be sent", m.name)
-		case f == nil:
-			return nil, refuse("unknown field %q; fields that may be sent: %s", truncate(m.name, 64), quoteList(r.writable(create)))
-		case create && !f.Create:
-			return nil, refuse("%s cannot be set on create; fields that may be sent: %s", m.name, quoteList(r.writable(true)))
-		case !create && !f.Update:
-			return nil, refuse("%s cannot be changed; fields that may be sent: %s", m.name, quoteList(r.writable(false)))
+		f, err := r.writableField(m.name, create)
+		if err != nil {
+			return nil, err
 		}
 		v, err := f.decode(m.value)
 		if err != nil {

@@ -135,12 +135,11 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 // create is POST {prefix}/{scopeId}/{resource}.
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
-	members, err := readObject(w, r)
-	if err != nil {
+	if _, err := h.mayWrite(r.Context(), t); err != nil {
 		apierrors.Write(w, r, err)
 		return
 	}
-	changes, err := h.resource.changes(members, true)
+	changes, err := h.resource.readChanges(w, r, true)
 	if err != nil {
 		apierrors.Write(w, r, err)
 		return
@@ -180,18 +179,18 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, h.notFound())
 		return
 	}
-	members, err := readObject(w, r)
+	coversAll, err := h.mayWrite(r.Context(), t)
 	if err != nil {
 		apierrors.Write(w, r, err)
 		return
 	}
-	changes, err := h.resource.changes(members, false)
+	changes, err := h.resource.readChanges(w, r, false)
 	if err != nil {
 		apierrors.Write(w, r, err)
 		return
 	}
 	var vals []any
-	err = h.change(r.Context(), t, id, func(tx *sql.Tx, current []any) error {
+	err = h.change(r.Context(), t, id, coversAll, func(tx *sql.Tx, current []any) error {
 		if len(changes) == 0 {
 			vals = current
 			return nil
@@ -224,8 +223,13 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, h.notFound())
 		return
 	}
+	coversAll, err := h.mayWrite(r.Context(), t)
+	if err != nil {
+		apierrors.Write(w, r, err)
+		return
+	}
 	var vals []any
-	err := h.change(r.Context(), t, id, func(tx *sql.Tx, current []any) error {
+	err = h.change(r.Context(), t, id, coversAll, func(tx *sql.Tx, current []any) error {
 		if hook := h.resource.Hooks.BeforeDelete; hook != nil {
 			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect()}
 			if err := hook(r.Context(), tx, wr); err != nil {
@@ -247,13 +251,10 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 }
 
 // change runs f in a transaction on the record with id of the tenant,
-// selected and locked: the common part of PATCH and DELETE. No such record
-// is 404; an organization-wide record that the token may not change is 403.
-func (h *handlers) change(ctx context.Context, t tenancy.Tenant, id string, f func(tx *sql.Tx, current []any) error) error {
-	coversAll, err := h.coversAll(ctx, t)
-	if err != nil {
-		return err
-	}
+// selected and locked: the common part of PATCH and DELETE. coversAll is
+// what mayWrite found; an organization-wide record that the token may not
+// change is 403, no such record 404.
+func (h *handlers) change(ctx context.Context, t tenancy.Tenant, id string, coversAll bool, f func(tx *sql.Tx, current []any) error) error {
 	return h.inTx(ctx, func(tx *sql.Tx) error {
 		current, err := h.find(ctx, tx, t, id, true)
 		if err != nil {
@@ -266,12 +267,33 @@ func (h *handlers) change(ctx context.Context, t tenancy.Tenant, id string, f fu
 	})
 }
 
-// coversAll reports, for a branch-or-null resource, whether the token
-// covers every branch of the organization. It asks before the write's
-// transaction begins, so that a database of one connection (SQLite) is
-// never asked twice at once.
+// mayWrite reports whether the token covers every branch of the
+// organization (see coversAll), and refuses with 403 insufficient_scope
+// any write to an organization-scoped resource by a token that does not:
+// what such a resource holds (vehicles, say) every branch uses, so a
+// branch-restricted token may read it but not change it. It runs before
+// the body is read and the record looked up. Creates in branch and
+// branch-or-null resources belong to the path's branch and need nothing
+// more; a change of an organization-wide record of a branch-or-null
+// resource is checked once the record is found (see mayChange).
+func (h *handlers) mayWrite(ctx context.Context, t tenancy.Tenant) (coversAll bool, err error) {
+	coversAll, err = h.coversAll(ctx, t)
+	if err != nil {
+		return false, err
+	}
+	if h.resource.ScopeType == tenancy.Organization && !coversAll {
+		return false, apierrors.InsufficientScope("", "organization-wide data may be changed only by a token that covers every branch of the organization")
+	}
+	return coversAll, nil
+}
+
+// coversAll reports, for an organization-scoped or branch-or-null
+// resource, whether the token covers every branch of the organization (see
+// tenancy.Tenant.CoversAllBranches); true for a branch resource. It asks
+// before the write's transaction begins, so that a database of one
+// connection (SQLite) is never asked twice at once.
 func (h *handlers) coversAll(ctx context.Context, t tenancy.Tenant) (bool, error) {
-	if h.resource.ScopeType != tenancy.BranchOrNull {
+	if h.resource.ScopeType == tenancy.Branch {
 		return true, nil
 	}
 	all, err := t.CoversAllBranches(ctx)

@@ -573,7 +573,7 @@ func oaResourceDescription(r *Resource, n oaNames, collection string) string {
 	} else {
 		parts = append(parts, "The "+n.plural+" of the "+oaScopeNoun(r.ScopeType)+", at `"+collection+"`.")
 	}
-	parts = append(parts, "Scope type: "+r.ScopeType.String()+". "+oaScopeSentence(r.ScopeType, false))
+	parts = append(parts, "Scope type: "+r.ScopeType.String()+". "+oaScopeSentence(r.ScopeType, oaRead))
 	if r.ReadOnly {
 		parts = append(parts, oaReadOnly(n))
 	}
@@ -591,18 +591,35 @@ func oaReadOnly(n oaNames) string {
 	return "The " + n.plural + " are read-only: POST, PATCH and DELETE answer 405 `method_not_allowed` with an `Allow` header."
 }
 
-// oaScopeSentence says what {scopeId} names for a scope type; write adds
-// what a write to an organization-wide record needs.
-func oaScopeSentence(t tenancy.ScopeType, write bool) string {
+// oaAccess is what an operation does to records, for the sentences that
+// depend on it.
+type oaAccess int
+
+const (
+	oaRead   oaAccess = iota // list and get
+	oaCreate                 // POST
+	oaChange                 // PATCH and DELETE
+)
+
+// oaCoverAll says who may write an organization-scoped resource.
+const oaCoverAll = "Creating, changing or deleting needs a token that covers every branch of the organization (else 403 `insufficient_scope`): the records are the whole organization's, so a client-credentials token whose `oauth_branch_ids` leave out a branch may read them but not change them."
+
+// oaScopeSentence says what {scopeId} names for a scope type, and what a
+// write of access a needs beyond the write scope.
+func oaScopeSentence(t tenancy.ScopeType, a oaAccess) string {
 	switch t {
 	case tenancy.Organization:
-		return "`{scopeId}` is the organization's UUID: the token's `organization_id`."
+		s := "`{scopeId}` is the organization's UUID: the token's `organization_id`."
+		if a != oaRead {
+			s += " " + oaCoverAll
+		}
+		return s
 	case tenancy.Branch:
 		return "`{scopeId}` is a branch UUID: a branch of the token's organization, and for a client-credentials token one of its `oauth_branch_ids`."
 	}
 	s := "`{scopeId}` is a branch UUID: a branch of the token's organization, and for a client-credentials token one of its `oauth_branch_ids`. " +
 		"Lists and gets also return the organization-wide records of the organization (`branch_id` null); a create through a branch path belongs to that branch."
-	if write {
+	if a == oaChange {
 		s += " Changing or deleting an organization-wide record needs a token that covers every branch of the organization (else 403 `insufficient_scope`): a branch-restricted token never changes what other branches see."
 	}
 	return s
@@ -629,7 +646,7 @@ func oaSecurity(scope string) []map[string][]string {
 func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *oaOperation {
 	desc := []string{
 		"Lists the " + n.plural + " that `{scopeId}` sees, a page at a time, filtered and sorted as the parameters say. `pagination.total` counts every record the filters match.",
-		oaScopeSentence(r.ScopeType, false),
+		oaScopeSentence(r.ScopeType, oaRead),
 		oaNeedsScope(r.ReadScope()),
 	}
 	if r.ReadOnly {
@@ -644,7 +661,7 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *oaOperation {
 			"400": oaErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
 				oaErr(apierrors.CodeInvalidRequest, `filter on "created_at": operator "like" is not allowed; the field allows eq, ne, in, gt, gte, lt, lte, isnull`)),
 			"401": b.shared("Unauthorized", oaUnauthorized),
-			"403": oaForbidden(r, r.ReadScope(), false),
+			"403": oaForbidden(r, r.ReadScope(), oaRead),
 			"404": oaNotFound(false, n),
 			"429": b.shared("RateLimited", oaRateLimited),
 			"500": b.shared("ServerError", oaServerError),
@@ -656,7 +673,7 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *oaOperation {
 func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *oaOperation {
 	desc := []string{
 		"Returns " + n.one + " by id.",
-		oaScopeSentence(r.ScopeType, false),
+		oaScopeSentence(r.ScopeType, oaRead),
 		oaNeedsScope(r.ReadScope()),
 	}
 	if r.ReadOnly {
@@ -668,7 +685,7 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *oaOperation {
 		Responses: map[string]*oaResponse{
 			"200": oaSuccess("The "+oaWords(oaSingular(r.Name))+".", n.schema+"ItemEnvelope", nil),
 			"401": b.shared("Unauthorized", oaUnauthorized),
-			"403": oaForbidden(r, r.ReadScope(), false),
+			"403": oaForbidden(r, r.ReadScope(), oaRead),
 			"404": oaNotFound(true, n),
 			"429": b.shared("RateLimited", oaRateLimited),
 			"500": b.shared("ServerError", oaServerError),
@@ -682,7 +699,7 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *oaOperation {
 		Tags: []string{r.Name}, Summary: "Create " + n.one, OperationID: "create" + n.singleOp,
 		Description: strings.Join([]string{
 			"Creates " + n.one + " from the fields of `" + n.schema + "Create`. The server sets `id`, `organization_id`" + oaBranchSet(r.ScopeType) + ", `created_at` and `updated_at`, and answers with the new record and its `Location`.",
-			oaScopeSentence(r.ScopeType, false),
+			oaScopeSentence(r.ScopeType, oaCreate),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
 		RequestBody: &oaRequestBody{
@@ -699,7 +716,7 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *oaOperation {
 				oaErr(apierrors.CodeInvalidCreate, oaInvalidWrite(r, true)),
 				oaErr(apierrors.CodeCreateFailed, "a record with the same unique values exists")),
 			"401": b.shared("Unauthorized", oaUnauthorized),
-			"403": oaForbidden(r, r.WriteScope(), false),
+			"403": oaForbidden(r, r.WriteScope(), oaCreate),
 			"404": oaNotFound(false, n),
 			"413": b.shared("PayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(MaxBodyBytes) }),
 			"429": b.shared("RateLimited", oaRateLimited),
@@ -721,7 +738,7 @@ func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *oaOperation {
 		Tags: []string{r.Name}, Summary: "Update " + n.one, OperationID: "update" + n.singleOp,
 		Description: strings.Join([]string{
 			"Changes the fields of " + n.one + " that the body names (fields of `" + n.schema + "Update`), sets `updated_at`, and answers with the record as it is now. An empty object changes nothing.",
-			oaScopeSentence(r.ScopeType, true),
+			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
 		RequestBody: &oaRequestBody{
@@ -736,7 +753,7 @@ func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *oaOperation {
 				oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object"),
 				oaErr(apierrors.CodeInvalidUpdate, oaInvalidWrite(r, false))),
 			"401": b.shared("Unauthorized", oaUnauthorized),
-			"403": oaForbidden(r, r.WriteScope(), true),
+			"403": oaForbidden(r, r.WriteScope(), oaChange),
 			"404": oaNotFound(true, n),
 			"413": b.shared("PayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(MaxBodyBytes) }),
 			"429": b.shared("RateLimited", oaRateLimited),
@@ -751,7 +768,7 @@ func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *oaOperation {
 		Tags: []string{r.Name}, Summary: "Delete " + n.one, OperationID: "delete" + n.singleOp,
 		Description: strings.Join([]string{
 			"Deletes " + n.one + " and answers with the record as it was. A record that other records still refer to is not deleted (409 `conflict`).",
-			oaScopeSentence(r.ScopeType, true),
+			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
 		Responses: map[string]*oaResponse{
@@ -759,7 +776,7 @@ func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *oaOperation {
 			"400": oaErrorResponse("`invalid_request`: a rule of the resource refused the delete, or the database refused it for a reason other than a reference.",
 				oaErr(apierrors.CodeInvalidRequest, "the database refused the values: a constraint is not met")),
 			"401": b.shared("Unauthorized", oaUnauthorized),
-			"403": oaForbidden(r, r.WriteScope(), true),
+			"403": oaForbidden(r, r.WriteScope(), oaChange),
 			"404": oaNotFound(true, n),
 			"409": b.shared("Conflict", func() *oaResponse {
 				return oaErrorResponse("`conflict`: other records still refer to this one; delete or change those first.",
@@ -829,13 +846,16 @@ func oaUnauthorized() *oaResponse {
 		oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate")
 }
 
-func oaForbidden(r *Resource, scope string, write bool) *oaResponse {
+func oaForbidden(r *Resource, scope string, a oaAccess) *oaResponse {
 	d := "`invalid_token_type`: a product user token (one without `oauth_client_id`); the API takes OAuth access tokens.\n\n" +
 		"`insufficient_scope`: the token lacks `" + scope + "`"
 	if r.ScopeType != tenancy.Organization {
 		d += ", or is a client-credentials token whose `oauth_branch_ids` do not list the branch `{scopeId}`"
 	}
-	if write && r.ScopeType == tenancy.BranchOrNull {
+	if a != oaRead && r.ScopeType == tenancy.Organization {
+		d += ", or is a client-credentials token whose `oauth_branch_ids` do not cover every branch of the organization: organization-wide data is changed only by a token that covers every branch"
+	}
+	if a == oaChange && r.ScopeType == tenancy.BranchOrNull {
 		d += ", or the record is organization-wide (`branch_id` null) and the token does not cover every branch of the organization"
 	}
 	d += ". Its `WWW-Authenticate` challenge names the missing scope."
@@ -1276,7 +1296,7 @@ func (b *openAPIBuilder) description() string {
 				continue
 			}
 			what := map[tenancy.ScopeType]string{
-				tenancy.Organization: "the token's organization",
+				tenancy.Organization: "the token's organization; creating, changing and deleting need a token that covers every branch",
 				tenancy.Branch:       "a branch of the token's organization (for a client-credentials token, one of its `oauth_branch_ids`)",
 				tenancy.BranchOrNull: "as branch; lists and gets also return the organization-wide records (`branch_id` null), and changing those needs a token that covers every branch",
 			}[t]
@@ -1381,7 +1401,7 @@ func oaOAuthSchemas() map[string]*oaSchema {
 		oaProp("name", &oaSchema{Type: "string", MinLength: oaPtr(1), MaxLength: oaPtr(200), Description: "The app's name, shown at consent; at most 200 bytes."}),
 		oaProp("scopes", &oaSchema{Type: "array", MinItems: oaPtr(1), Items: &oaSchema{Type: "string"}, Description: "The scopes the app may ask for, e.g. `svc:quotations:read`."}),
 		oaProp("branch_ids", uuids("The branches a client-credentials token of the app may use; each a branch of the organization.")),
-		oaProp("redirect_uris", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow: absolute, without a fragment, matched exactly."}))
+		oaProp("redirect_uris", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow, matched exactly: `https://...`, `http://` on a loopback host (127.0.0.1, [::1], localhost; RFC 8252), or a private-use scheme in reverse-domain form with one slash (`com.example.app:/callback`); never a fragment, user information or a wildcard."}))
 	appRegistration.AdditionalProperties = oaPtr(false)
 	appRegistration.Description = "An app to register."
 
@@ -1394,7 +1414,21 @@ func oaOAuthSchemas() map[string]*oaSchema {
 		oaProp("scopes", &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}, Description: "The app's scopes (registration only)."}),
 		oaProp("branch_ids", uuids("The app's branches (registration only).")),
 		oaProp("redirect_uris", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uri"}, Description: "The app's redirect URIs (registration only)."}))
-	appResponse.Description = "An app's credentials. Registration returns every field; secret rotation `client_id` and `client_secret` only."
+	appResponse.Description = "An app's credentials and registration."
+
+	rotation := oaObject(nil, oaProp("revoke_tokens", &oaSchema{Type: "boolean",
+		Description: "Also revoke every refresh token of the app and the access tokens issued from them (authorization-code tokens fail at once). Client-credentials access tokens cannot be revoked: they stay valid until they expire. Default false."}))
+	rotation.AdditionalProperties = oaPtr(false)
+	rotation.Description = "Options of a secret rotation; the body may also be empty."
+
+	rotated := oaObject([]string{"client_id", "client_secret", "tokens_revoked", "revoked_families", "access_tokens_valid_until", "tokens"},
+		oaProp("client_id", oaString("The app's client id.")),
+		oaProp("client_secret", oaString("The new client secret, shown this once: only its hash is kept. The old one no longer authenticates.")),
+		oaProp("tokens_revoked", &oaSchema{Type: "boolean", Description: "Whether the app's refresh tokens and authorization-code access tokens were revoked (`revoke_tokens`)."}),
+		oaProp("revoked_families", &oaSchema{Type: "integer", Minimum: oaPtr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
+		oaProp("access_tokens_valid_until", &oaSchema{Type: "string", Format: "date-time", Description: "When the last access token issued before the rotation that still works expires: client-credentials tokens always, authorization-code tokens unless revoked."}),
+		oaProp("tokens", oaString("What became of the app's tokens, in words.")))
+	rotated.Description = "A secret rotation: the new secret and what became of the tokens issued before."
 
 	tokenParam := func(what string) *oaSchema {
 		s := oaObject([]string{"token"},
@@ -1404,7 +1438,7 @@ func oaOAuthSchemas() map[string]*oaSchema {
 			}, oaClientFields()...)...)
 		return s
 	}
-	revocation := tokenParam("The refresh token, or authorization-code access token, to revoke with its whole family.")
+	revocation := tokenParam("The refresh token, or authorization-code access token, to revoke with its whole family. A client-credentials access token cannot be revoked.")
 	revocation.Description = "An RFC 7009 revocation request; the client authenticates."
 	introspectionRequest := tokenParam("The access or refresh token to describe.")
 	introspectionRequest.Description = "An RFC 7662 introspection request; the client (a resource server's app) authenticates."
@@ -1456,6 +1490,8 @@ func oaOAuthSchemas() map[string]*oaSchema {
 		"UserTokenResponse":             userTokenResponse,
 		"AppRegistration":               appRegistration,
 		"AppResponse":                   appResponse,
+		"SecretRotationRequest":         rotation,
+		"SecretRotation":                rotated,
 		"TokenRevocationRequest":        revocation,
 		"TokenIntrospectionRequest":     introspectionRequest,
 		"TokenIntrospection":            introspection,
@@ -1603,7 +1639,7 @@ func (b *openAPIBuilder) addOAuth() error {
 			Schema: &oaSchema{Type: "string", Format: "uri-reference"}}},
 		Content: oaJSON(oaSchemaRef("AppResponse")),
 	}, "Cache-Control")
-	register["400"] = oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, a body with unknown fields, no organization, name or scope, a malformed scope, a redirect URI that is not absolute or has a fragment, or a branch of another organization.",
+	register["400"] = oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, a body with unknown fields, no organization, name or scope, a malformed scope, a redirect URI that is not https, http on a loopback host or a private-use scheme, or that has a fragment, or a branch of another organization.",
 		oaErr(apierrors.CodeInvalidRequest, "at least one scope is required"))
 	if err := b.addPath(oauthPathApps, &oaPathItem{Post: &oaOperation{
 		Tags: []string{tagOAuth}, Summary: "Register an app", OperationID: "registerApp",
@@ -1616,12 +1652,16 @@ func (b *openAPIBuilder) addOAuth() error {
 	}
 
 	rotate := userAuthErrors("no app has this client id, or the user is no member of its organization.", "the user is a member of the app's organization but not an admin.")
-	rotate["200"] = oaWithHeaders(&oaResponse{Description: "The new secret, shown this once; the old one stops working at once.", Content: oaJSON(oaSchemaRef("AppResponse"))}, "Cache-Control")
+	rotate["200"] = oaWithHeaders(&oaResponse{Description: "The new secret, shown this once; the old one stops working at once.", Content: oaJSON(oaSchemaRef("SecretRotation"))}, "Cache-Control")
+	rotate["400"] = oaErrorResponse("`invalid_request`: a body that is not a JSON object of the documented fields.",
+		oaErr(apierrors.CodeInvalidRequest, "the body must be a JSON object of the documented fields"))
 	if err := b.addPath(oauthPathApps+"/{client_id}/rotate-secret", &oaPathItem{
 		Parameters: []*oaParameter{{Name: "client_id", In: "path", Required: true, Description: "The app's client id.", Schema: &oaSchema{Type: "string"}}},
 		Post: &oaOperation{
 			Tags: []string{tagOAuth}, Summary: "Rotate an app's client secret", OperationID: "rotateAppSecret",
-			Description: "Gives the app a new client secret. Takes the product user token of an admin of the app's organization. No request body.",
+			Description: "Gives the app a new client secret. Takes the product user token of an admin of the app's organization. " +
+				"With `revoke_tokens`, also revokes the app's refresh tokens and authorization-code access tokens; its client-credentials access tokens stay valid until they expire (at most an hour), as the answer says.",
+			RequestBody: &oaRequestBody{Description: "Optional.", Content: oaJSON(oaSchemaRef("SecretRotationRequest"))},
 			Responses:   rotate,
 			Security:    userSecurity,
 		},
@@ -1640,12 +1680,20 @@ func (b *openAPIBuilder) addOAuth() error {
 			"500": b.shared("ServerError", oaServerError),
 		}
 	}
+	revokeResponses := clientErrors(oaWithHeaders(&oaResponse{Description: "Revoked, or an unknown or expired token. No body."}, "Cache-Control"))
+	revokeResponses["400"] = oaErrorResponse("`unsupported_token_type`: a client-credentials access token or a product user token, which cannot be revoked. "+
+		"`unauthorized_client`: a token issued to another client. `invalid_request`: no `token`, a repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.",
+		oaErr(apierrors.CodeUnsupportedTokenType, "a client-credentials access token cannot be revoked; it stays valid until it expires at 2026-01-01T12:00:00Z"),
+		oaErr(apierrors.CodeUnauthorizedClient, "the token was issued to another client"),
+		oaErr(apierrors.CodeInvalidRequest, "token is required"))
 	if err := b.addPath(oauthPathRevoke, &oaPathItem{Post: &oaOperation{
 		Tags: []string{tagOAuth}, Summary: "Revoke a token", OperationID: "revokeToken",
-		Description: "RFC 7009 revocation. A refresh token of the authenticated client, or an authorization-code access token of it, is revoked with its whole family. " +
-			"An unknown token, or one of another client, is answered 200 like a revoked one and left alone (RFC 7009 section 2.2).",
+		Description: "RFC 7009 revocation. A refresh token of the authenticated client, or an authorization-code access token of it, is revoked with its whole family: " +
+			"every refresh token of that authorization and every access token issued from them, which fail at once. " +
+			"A client-credentials access token cannot be revoked (it stays valid until it expires): 400 `unsupported_token_type`. A token of another client: 400 `unauthorized_client`. " +
+			"An unknown or expired token is answered 200: there is nothing to revoke (RFC 7009 section 2.2).",
 		RequestBody: oaFormOrJSON("The token to revoke.", "TokenRevocationRequest"),
-		Responses:   clientErrors(oaWithHeaders(&oaResponse{Description: "Revoked, or nothing to revoke. No body."}, "Cache-Control")),
+		Responses:   revokeResponses,
 		Security:    oaClientAuth(),
 	}}); err != nil {
 		return err

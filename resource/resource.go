@@ -16,6 +16,17 @@
 // resources) are set by the server and appear in the WHERE clause of every
 // statement, UPDATE and DELETE included; clients can never send, filter or
 // sort on them. Values are always bound parameters.
+//
+// Organization-wide data — every record of an organization-scoped
+// resource, and the records of a branch-or-null resource whose branch_id
+// is null — is every branch's: creating, changing or deleting it needs a
+// token that covers every branch of the organization (see
+// tenancy.Tenant.CoversAllBranches), else 403 insufficient_scope. A
+// client-credentials token limited to some branches may still read it.
+//
+// A POST or PATCH body is read only as far as it must be: the reading stops
+// at the first member the resource does not take (an unknown field, say),
+// so that no body of up to 1 MiB costs more than its length to refuse.
 package resource
 
 import (

@@ -376,3 +376,43 @@ func TestBranchOrNull(t *testing.T) {
 		assert.Equal(t, []string{"North 2"}, names(a1, tok))
 	})
 }
+
+// Organization-scoped records are every branch's: a client-credentials
+// token that leaves out a branch may read them but not create, change or
+// delete them.
+func TestOrganizationScopedWrites(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		narrow := e.ccToken(t, orgA, []string{a1}, allScopes...)
+		wide := e.ccToken(t, orgA, []string{a1, a2}, allScopes...)
+		base := "/v1/" + orgA + "/vehicles"
+		truck := e.mustCreate(t, wide, base, `{"plate":"M-1","active":true}`)
+		item := base + "/" + truck["id"].(string)
+
+		cases := []struct {
+			name, method, path, token, body string
+			status                          int
+			code                            string
+		}{
+			{"narrow create", http.MethodPost, base, narrow, `{"plate":"M-2","active":true}`, 403, "insufficient_scope"},
+			{"narrow create, bad body", http.MethodPost, base, narrow, `{"fax":1}`, 403, "insufficient_scope"},
+			{"narrow update", http.MethodPatch, item, narrow, `{"active":false}`, 403, "insufficient_scope"},
+			{"narrow update, bad body", http.MethodPatch, item, narrow, `{"fax":1}`, 403, "insufficient_scope"},
+			{"narrow delete", http.MethodDelete, item, narrow, "", 403, "insufficient_scope"},
+			{"narrow update of no record", http.MethodPatch, base + "/" + a2, narrow, `{"active":false}`, 403, "insufficient_scope"},
+			{"narrow list", http.MethodGet, base, narrow, "", 200, ""},
+			{"narrow get", http.MethodGet, item, narrow, "", 200, ""},
+			{"wide update", http.MethodPatch, item, wide, `{"active":false}`, 200, ""},
+			{"code token update", http.MethodPatch, item, e.codeToken(t, orgA, allScopes...), `{"plate":"M-3"}`, 200, ""},
+			{"wide delete", http.MethodDelete, item, wide, "", 200, ""},
+		}
+		for _, tc := range cases {
+			r := e.do(t, tc.method, tc.path, tc.token, tc.body)
+			assert.Equal(t, tc.status, r.status, "%s: %s", tc.name, r.raw)
+			assert.Equal(t, tc.code, r.code(), tc.name)
+			if tc.status == 403 {
+				assert.Contains(t, r.body["error_description"], "covers every branch", tc.name)
+				assert.True(t, strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer"), tc.name)
+			}
+		}
+	})
+}

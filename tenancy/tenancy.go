@@ -112,8 +112,10 @@ func (t Tenant) HasScope(scope string) bool { return t.Claims.HasScope(scope) }
 // CoversAllBranches reports whether the token may use every branch of the
 // organization: an authorization-code token always may; a
 // client-credentials token when its branches include every branch the
-// organization has now. Changing an organization-wide record needs it, so
-// that a branch-restricted token never changes what other branches see.
+// organization has now. Writing organization-wide data needs it — any
+// record of an organization-scoped resource, and an organization-wide
+// record of a branch-or-null one — so that a branch-restricted token never
+// changes what other branches see.
 func (t Tenant) CoversAllBranches(ctx context.Context) (bool, error) {
 	if !t.Claims.ClientCredentials() {
 		return true, nil

@@ -7,7 +7,10 @@
 //
 // The service verifies, and never issues, access tokens: HS256 JWTs signed
 // with the secret of -jwt-secret (or WAYBILL_JWT_SECRET, at least 32 bytes)
-// by the issuer of -issuer (or WAYBILL_ISSUER). In production the tokens come
+// by the issuer of -issuer (or WAYBILL_ISSUER), and not revoked: it reads
+// the token service's revocations from its database, -waybill-db (or
+// WAYBILL_DATABASE_URL, default sqlite://waybill.db), read only, and fails
+// to start without it. In production the tokens come
 // from a running Waybill token service, such as the reference server started
 // with the same --jwt-secret, and the branches table holds the branches it
 // knows. For development, -print-token prints a client-credentials token
@@ -16,6 +19,7 @@
 // production.
 //
 //	export WAYBILL_JWT_SECRET=$(openssl rand -hex 32)
+//	go run ./reference migrate    # the token service's database, sqlite://waybill.db
 //	go run ./examples/customresource &
 //	TOKEN=$(go run ./examples/customresource -print-token)
 //	curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8082/v1/5eed0000-0000-4000-8000-0000000000b1/inspections
@@ -33,10 +37,13 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 )
@@ -51,6 +58,7 @@ const (
 // config is what the flags set.
 type config struct {
 	addr, dsn, issuer, secret string
+	waybillDB                 string // the token service's database
 	printToken                bool
 }
 
@@ -60,10 +68,12 @@ func main() {
 	flag.StringVar(&c.dsn, "db", "inspections.db", "SQLite `file` or postgres:// URL")
 	flag.StringVar(&c.issuer, "issuer", "", "`URL` of the token service, the iss of its tokens (default $WAYBILL_ISSUER or http://127.0.0.1:8080)")
 	flag.StringVar(&c.secret, "jwt-secret", "", "HMAC `key` of the token service, at least 32 bytes (default $WAYBILL_JWT_SECRET)")
+	flag.StringVar(&c.waybillDB, "waybill-db", "", "the token service's --database-url `URL`, read to refuse the tokens it revoked (default $WAYBILL_DATABASE_URL or sqlite://waybill.db)")
 	flag.BoolVar(&c.printToken, "print-token", false, "development aid: print a token for the seeded branch and exit")
 	flag.Parse()
 	c.issuer = cmp.Or(c.issuer, os.Getenv("WAYBILL_ISSUER"), "http://127.0.0.1:8080")
 	c.secret = cmp.Or(c.secret, os.Getenv("WAYBILL_JWT_SECRET"))
+	c.waybillDB = cmp.Or(c.waybillDB, os.Getenv("WAYBILL_DATABASE_URL"), "sqlite://waybill.db")
 	if err := run(c); err != nil {
 		log.Fatal(err)
 	}
@@ -83,12 +93,17 @@ func run(c config) error {
 		fmt.Println(token)
 		return nil
 	}
+	families, closeFamilies, err := openFamilies(context.Background(), c.waybillDB)
+	if err != nil {
+		return err
+	}
+	defer closeFamilies()
 	db, dialect, err := openDB(context.Background(), c.dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	h, err := newHandler(db, dialect, oauth.NewVerifier(keys, c.issuer), c.issuer)
+	h, err := newHandler(db, dialect, newVerifier(keys, c.issuer, families), c.issuer)
 	if err != nil {
 		return err
 	}
@@ -122,6 +137,52 @@ func keySet(secret string) (*oauth.KeySet, error) {
 		return nil, errors.New("set -jwt-secret or WAYBILL_JWT_SECRET to the secret of the Waybill token service (at least 32 bytes)")
 	}
 	return oauth.NewKeySet(oauth.SecretKey([]byte(secret)))
+}
+
+// newVerifier returns the verifier of the token service's tokens. Like the
+// waybill binary's own, it asks families whether the refresh token family
+// of an authorization-code token was revoked (a revocation, a reused
+// refresh token, a user removed from the organization, an app whose tokens
+// were revoked), so that a revoked token is refused at once instead of at
+// its expiry. Client-credentials tokens have no family and cost no lookup.
+func newVerifier(keys *oauth.KeySet, issuer string, families oauth.FamilyChecker) *oauth.Verifier {
+	v := oauth.NewVerifier(keys, issuer)
+	v.Families = families
+	return v
+}
+
+// openFamilies opens the token service's database, named by its
+// --database-url (postgres://..., or sqlite://PATH for a SQLite file, read
+// only), as the FamilyChecker of newVerifier, and checks that it holds the
+// token service's tables. The returned function closes it.
+func openFamilies(ctx context.Context, dbURL string) (oauth.FamilyChecker, func(), error) {
+	driver, dsn, dialect := "pgx", dbURL, sqlstore.Postgres
+	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
+		path, ok := strings.CutPrefix(dbURL, "sqlite://")
+		if !ok || path == "" {
+			return nil, nil, errors.New("-waybill-db: want the token service's --database-url, postgres://... or sqlite://PATH")
+		}
+		driver, dsn, dialect = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)", sqlstore.SQLite
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-waybill-db: %w", err)
+	}
+	store := sqlstore.New(db, dialect)
+	if _, err := store.FamilyRevoked(ctx, "probe"); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("-waybill-db %s is not the database of a Waybill token service (start the token service, or run \"waybill migrate\" on it, first): %w", redacted(dbURL), err)
+	}
+	return store, func() { db.Close() }, nil
+}
+
+// redacted returns a database URL with its password hidden.
+func redacted(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // devToken returns a client-credentials token for the development branch,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/sqlstore"
 )
 
 const (
@@ -23,12 +25,17 @@ const (
 )
 
 // service is the example served over HTTP on one database, with a token
-// from -print-token's devToken.
+// from -print-token's devToken, and the token service whose database it
+// reads for revocations.
 type service struct {
 	url, token string
+	tokens     *oauth.Server
 }
 
-func newService(t *testing.T, dsn string) *service {
+// newService serves the example on the database dsn, reading the token
+// service's revocations from the database waybillURL, as -db and
+// -waybill-db say.
+func newService(t *testing.T, dsn, waybillURL string) *service {
 	t.Helper()
 	db, dialect, err := openDB(context.Background(), dsn)
 	require.NoError(t, err)
@@ -40,13 +47,96 @@ func newService(t *testing.T, dsn string) *service {
 
 	keys, err := keySet(testSecret)
 	require.NoError(t, err)
-	h, err := newHandler(db, dialect, oauth.NewVerifier(keys, testIssuer), testIssuer)
+	tokens := newTokenService(t, waybillURL, keys)
+	families, closeFamilies, err := openFamilies(context.Background(), waybillURL)
+	require.NoError(t, err)
+	t.Cleanup(closeFamilies)
+	h, err := newHandler(db, dialect, newVerifier(keys, testIssuer, families), testIssuer)
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	token, err := devToken(keys, testIssuer)
 	require.NoError(t, err)
-	return &service{url: srv.URL, token: token}
+	return &service{url: srv.URL, token: token, tokens: tokens}
+}
+
+// devUser is a user of the development organization.
+const devUser = "5eed0000-0000-4000-8000-00000000a5e1"
+
+// newTokenService returns a Waybill token service on the database
+// waybillURL, migrated, that signs with keys as the reference server
+// started with the same --jwt-secret does.
+func newTokenService(t *testing.T, waybillURL string, keys *oauth.KeySet) *oauth.Server {
+	t.Helper()
+	driver, dsn, dialect := "pgx", waybillURL, sqlstore.Postgres
+	if path, ok := strings.CutPrefix(waybillURL, "sqlite://"); ok {
+		driver, dsn, dialect = "sqlite", path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)", sqlstore.SQLite
+	}
+	db, err := sql.Open(driver, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	store := sqlstore.New(db, dialect)
+	require.NoError(t, store.Migrate(context.Background()))
+	return &oauth.Server{Issuer: testIssuer, Keys: keys, Store: store, Directory: devDirectory{}}
+}
+
+// devDirectory is the token service's view of the host: devUser, a member
+// of the development organization, and its branch.
+type devDirectory struct{}
+
+func (devDirectory) Authenticate(context.Context, string, string) (oauth.User, error) {
+	return oauth.User{}, oauth.ErrBadCredentials
+}
+func (devDirectory) Memberships(_ context.Context, userID string) ([]oauth.Membership, error) {
+	if userID == devUser {
+		return []oauth.Membership{{OrganizationID: devOrganization, Name: "Development"}}, nil
+	}
+	return nil, nil
+}
+func (devDirectory) Branches(_ context.Context, org string) ([]string, error) {
+	if org == devOrganization {
+		return []string{devBranch}, nil
+	}
+	return []string{}, nil
+}
+
+// codeToken registers an app of the development organization and runs the
+// authorization-code grant for devUser in Go. It returns the app and the
+// access and refresh tokens.
+func (s *service) codeToken(t *testing.T) (*oauth.App, *oauth.Token) {
+	t.Helper()
+	ctx := context.Background()
+	const redirect, verifier = "https://inspections-app.test/callback", "a-pkce-verifier-of-at-least-forty-three-characters"
+	r := inspections()
+	app, _, err := s.tokens.RegisterApp(ctx, oauth.NewApp{
+		OrganizationID: devOrganization, Name: "Inspections board", RedirectURIs: []string{redirect},
+		Scopes: []string{r.ReadScope(), r.WriteScope()},
+	})
+	require.NoError(t, err)
+	req := oauth.AuthorizationRequest{
+		ClientID: app.ClientID, RedirectURI: redirect, ResponseType: "code", Scope: r.ReadScope(),
+		CodeChallenge: oauth.S256Challenge(verifier), CodeChallengeMethod: "S256",
+	}
+	checked, scopes, err := s.tokens.CheckAuthorization(ctx, req)
+	require.NoError(t, err)
+	code, err := s.tokens.IssueCode(ctx, checked, req, scopes, devUser, devOrganization)
+	require.NoError(t, err)
+	tok, err := s.tokens.ExchangeCode(ctx, app, code, redirect, verifier)
+	require.NoError(t, err)
+	return app, tok
+}
+
+// backends are the databases of the tests: the service's own, and the
+// token service's (-waybill-db), which on PostgreSQL is the same database.
+var backends = map[string]func(t *testing.T) (dsn, waybillURL string){
+	"sqlite": func(t *testing.T) (string, string) {
+		dir := t.TempDir()
+		return filepath.Join(dir, "inspections.db"), "sqlite://" + filepath.Join(dir, "waybill.db")
+	},
+	"postgres": func(t *testing.T) (string, string) {
+		url := testdb.PostgresURL(t)
+		return url, url
+	},
 }
 
 // response is a decoded JSON answer.
@@ -80,13 +170,57 @@ func (s *service) do(t *testing.T, method, path, body string) response {
 }
 
 func TestInspections(t *testing.T) {
-	for name, dsn := range map[string]func(t *testing.T) string{
-		"sqlite":   func(t *testing.T) string { return filepath.Join(t.TempDir(), "inspections.db") },
-		"postgres": func(t *testing.T) string { return testdb.PostgresURL(t) },
-	} {
+	for name, dbs := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			testInspections(t, newService(t, dsn(t)))
+			dsn, waybillURL := dbs(t)
+			testInspections(t, newService(t, dsn, waybillURL))
+		})
+	}
+}
+
+// TestRevokedTokenRefused revokes a user's authorization at the token
+// service: the service refuses its access token at once, as the waybill
+// binary does, because its verifier reads the token service's revocations
+// (-waybill-db).
+func TestRevokedTokenRefused(t *testing.T) {
+	const path = "/v1/" + devBranch + "/inspections"
+	for name, dbs := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dsn, waybillURL := dbs(t)
+			s := newService(t, dsn, waybillURL)
+			app, tok := s.codeToken(t)
+			_, kept := s.codeToken(t)
+			for _, token := range []string{tok.AccessToken, kept.AccessToken} {
+				r := (&service{url: s.url, token: token}).do(t, "GET", path, "")
+				require.Equal(t, http.StatusOK, r.status, r.body)
+			}
+
+			require.NoError(t, s.tokens.RevokeToken(context.Background(), app, tok.RefreshToken))
+			r := (&service{url: s.url, token: tok.AccessToken}).do(t, "GET", path, "")
+			assert.Equal(t, http.StatusUnauthorized, r.status, "a revoked family's access token")
+			assert.Equal(t, "invalid_token", r.body["error"])
+			assert.Contains(t, r.body["error_description"], "revoked")
+			r = (&service{url: s.url, token: kept.AccessToken}).do(t, "GET", path, "")
+			assert.Equal(t, http.StatusOK, r.status, "another authorization stands: %v", r.body)
+			r = s.do(t, "GET", path, "")
+			assert.Equal(t, http.StatusOK, r.status, "a client-credentials token has no family: %v", r.body)
+		})
+	}
+}
+
+// TestOpenFamilies checks that the service refuses a -waybill-db that is
+// not a token service's database: it could not see revocations.
+func TestOpenFamilies(t *testing.T) {
+	for _, tc := range []struct{ name, url, says string }{
+		{"missing file", "sqlite://" + filepath.Join(t.TempDir(), "nope.db"), "is not the database of a Waybill token service"},
+		{"not a database URL", "waybill.db", "want the token service's --database-url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := openFamilies(context.Background(), tc.url)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.says)
 		})
 	}
 }

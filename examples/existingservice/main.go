@@ -4,13 +4,14 @@
 // ratelimit middleware (a quota per organization) and one resource of its
 // own, "drivers", served by a resource.Registry. The tokens are the ones a
 // running Waybill token service issues: this service verifies them with the
-// same HMAC secret (-jwt-secret) and issuer (-issuer).
+// same HMAC secret (-jwt-secret) and issuer (-issuer), and refuses those the
+// token service revoked by reading its database (-waybill-db, read only).
 //
 // The same routes are served by a plain http.ServeMux (-router mux) or by
 // chi (-router chi): the middleware and handlers are plain net/http.
 //
 //	go run ./examples/existingservice -jwt-secret "$SECRET" -issuer http://127.0.0.1:8080 \
-//		-branch "$ORG:$BRANCH" [-addr 127.0.0.1:8090] [-db fleet.db] [-router mux|chi] [-rate 1000]
+//		-branch "$ORG:$BRANCH" [-waybill-db sqlite://waybill.db] [-addr 127.0.0.1:8090] [-db fleet.db] [-router mux|chi] [-rate 1000]
 //
 // See README.md for the whole walk-through next to the waybill binary.
 package main
@@ -24,15 +25,18 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/sqlstore"
 )
 
 func main() {
@@ -47,6 +51,7 @@ func main() {
 // config is what the command line says.
 type config struct {
 	addr, dbPath, secret, issuer, router string
+	waybillDB                            string // the token service's database
 	rate                                 int
 	branches                             [][2]string // organization and branch ids
 }
@@ -59,6 +64,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&c.dbPath, "db", "fleet.db", "`path` of the service's SQLite database, created and migrated at start")
 	fs.StringVar(&c.secret, "jwt-secret", "", "the Waybill token service's --jwt-secret (required, at least 32 bytes)")
 	fs.StringVar(&c.issuer, "issuer", "http://127.0.0.1:8080", "the Waybill token service's --issuer `URL`")
+	fs.StringVar(&c.waybillDB, "waybill-db", "sqlite://waybill.db", "the Waybill token service's --database-url `URL`, read (never written) to refuse the tokens it revoked")
 	fs.StringVar(&c.router, "router", "mux", "`router` that serves the routes: mux (http.ServeMux) or chi")
 	fs.IntVar(&c.rate, "rate", 1000, "requests per minute of each organization; 0 disables the limit")
 	fs.Func("branch", "`ORG:BRANCH`: the ids of a branch and its organization, recorded in the branches table (repeatable)", func(v string) error {
@@ -91,6 +97,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	families, closeFamilies, err := openFamilies(ctx, cfg.waybillDB)
+	if err != nil {
+		return err
+	}
+	defer closeFamilies()
 	db, err := openDB(ctx, cfg.dbPath)
 	if err != nil {
 		return err
@@ -101,7 +112,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	svc, err := newService(db, oauth.NewVerifier(keys, cfg.issuer), cfg.rate)
+	svc, err := newService(db, newVerifier(keys, cfg.issuer, families), cfg.rate)
 	if err != nil {
 		return err
 	}
@@ -133,6 +144,53 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 // the kid of every token it signs names this key.
 func keySet(secret string) (*oauth.KeySet, error) {
 	return oauth.NewKeySet(oauth.SecretKey([]byte(secret)))
+}
+
+// newVerifier returns the verifier of the token service's tokens. Like
+// the waybill binary's own, it asks families whether the refresh token
+// family of an authorization-code token was revoked (a revocation, a
+// reused refresh token, a user removed from the organization, an app whose
+// tokens were revoked), so that a revoked token is refused at once instead
+// of at its expiry. Client-credentials tokens have no family and cost no
+// lookup.
+func newVerifier(keys *oauth.KeySet, issuer string, families oauth.FamilyChecker) *oauth.Verifier {
+	v := oauth.NewVerifier(keys, issuer)
+	v.Families = families
+	return v
+}
+
+// openFamilies opens the token service's database, named by its
+// --database-url (postgres://..., or sqlite://PATH for a SQLite file, read
+// only), as the FamilyChecker of newVerifier, and checks that it holds the
+// token service's tables. The returned function closes it.
+func openFamilies(ctx context.Context, dbURL string) (oauth.FamilyChecker, func(), error) {
+	driver, dsn, dialect := "pgx", dbURL, sqlstore.Postgres
+	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
+		path, ok := strings.CutPrefix(dbURL, "sqlite://")
+		if !ok || path == "" {
+			return nil, nil, errors.New("-waybill-db: want the token service's --database-url, postgres://... or sqlite://PATH")
+		}
+		driver, dsn, dialect = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)", sqlstore.SQLite
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-waybill-db: %w", err)
+	}
+	store := sqlstore.New(db, dialect)
+	if _, err := store.FamilyRevoked(ctx, "probe"); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("-waybill-db %s is not the database of a Waybill token service (start the token service, or run \"waybill migrate\" on it, first): %w", redacted(dbURL), err)
+	}
+	return store, func() { db.Close() }, nil
+}
+
+// redacted returns a database URL with its password hidden.
+func redacted(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 // migrations are the service's schema, applied in order, each once.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/waybillhq/waybill/oauth"
@@ -29,6 +30,8 @@ const (
 	a1   = "0a000000-0000-4000-8000-0000000000a1"
 	a2   = "0a000000-0000-4000-8000-0000000000a2"
 	b1   = "0b000000-0000-4000-8000-0000000000b1"
+	// user is a user of organization A.
+	user = "0a000000-0000-4000-8000-00000000a5e1"
 )
 
 // secret is the token service's --jwt-secret, and this service's
@@ -65,7 +68,10 @@ func newEnv(t *testing.T, router func(*service) http.Handler, perMinute int) *en
 	tokens := newTokenService(t, directory{branches{db}})
 	keys, err := keySet(secret) // what run makes of -jwt-secret
 	require.NoError(t, err)
-	svc, err := newService(db, oauth.NewVerifier(keys, tokens.url), perMinute)
+	families, closeFamilies, err := openFamilies(ctx, "sqlite://"+tokens.dbPath) // what run makes of -waybill-db
+	require.NoError(t, err)
+	t.Cleanup(closeFamilies)
+	svc, err := newService(db, newVerifier(keys, tokens.url, families), perMinute)
 	require.NoError(t, err)
 	fleet := httptest.NewServer(router(svc))
 	t.Cleanup(fleet.Close)
@@ -75,14 +81,16 @@ func newEnv(t *testing.T, router func(*service) http.Handler, perMinute int) *en
 // tokenService is a real Waybill token service: an oauth.Server on SQLite,
 // signing with the key that `waybill serve --jwt-secret` makes of secret.
 type tokenService struct {
-	srv *oauth.Server
-	url string // the issuer, and the base of the endpoints
+	srv    *oauth.Server
+	url    string // the issuer, and the base of the endpoints
+	dbPath string // its SQLite database
 }
 
 func newTokenService(t *testing.T, dir oauth.Directory) *tokenService {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "waybill.db")+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
+	dbPath := filepath.Join(t.TempDir(), "waybill.db")
+	db, err := sql.Open("sqlite", dbPath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	store := sqlstore.New(db, sqlstore.SQLite)
@@ -93,7 +101,35 @@ func newTokenService(t *testing.T, dir oauth.Directory) *tokenService {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	srv.Issuer = ts.URL
-	return &tokenService{srv: srv, url: ts.URL}
+	return &tokenService{srv: srv, url: ts.URL, dbPath: dbPath}
+}
+
+// codeToken registers an app of organization A with a redirect URI, and
+// runs the authorization-code grant for user, a member of A: the consent
+// step in Go, the code exchange over HTTP. It returns the access and
+// refresh tokens and the app's credentials.
+func (s *tokenService) codeToken(t *testing.T) (access, refresh string, client [2]string) {
+	t.Helper()
+	ctx := context.Background()
+	const redirect, verifier = "https://fleet-app.test/callback", "a-pkce-verifier-of-at-least-forty-three-characters"
+	app, clientSecret, err := s.srv.RegisterApp(ctx, oauth.NewApp{
+		OrganizationID: orgA, Name: "Fleet board", RedirectURIs: []string{redirect},
+		Scopes: []string{"svc:drivers:read", "svc:drivers:write"},
+	})
+	require.NoError(t, err)
+	req := oauth.AuthorizationRequest{
+		ClientID: app.ClientID, RedirectURI: redirect, ResponseType: "code", Scope: "svc:drivers:read",
+		CodeChallenge: oauth.S256Challenge(verifier), CodeChallengeMethod: "S256",
+	}
+	checked, scopes, err := s.srv.CheckAuthorization(ctx, req)
+	require.NoError(t, err)
+	code, err := s.srv.IssueCode(ctx, checked, req, scopes, user, orgA)
+	require.NoError(t, err)
+	conf := oauth2.Config{ClientID: app.ClientID, ClientSecret: clientSecret, RedirectURL: redirect,
+		Endpoint: oauth2.Endpoint{TokenURL: s.url + oauth.PathToken, AuthStyle: oauth2.AuthStyleInHeader}}
+	tok, err := conf.Exchange(ctx, code, oauth2.VerifierOption(verifier))
+	require.NoError(t, err)
+	return tok.AccessToken, tok.RefreshToken, [2]string{app.ClientID, clientSecret}
 }
 
 // token registers an app of org for branches with the drivers scopes, as
@@ -115,15 +151,20 @@ func (s *tokenService) token(t *testing.T, org string, branches []string, scopes
 	return tok.AccessToken, app.ClientID
 }
 
-// directory is the token service's view of the host: no users, and the
-// branches of the fleet service's table, so that apps are registered with
-// branches the fleet service knows.
+// directory is the token service's view of the host: one user, a member of
+// organization A, and the branches of the fleet service's table, so that
+// apps are registered with branches the fleet service knows.
 type directory struct{ branches branches }
 
 func (directory) Authenticate(context.Context, string, string) (oauth.User, error) {
 	return oauth.User{}, oauth.ErrBadCredentials
 }
-func (directory) Memberships(context.Context, string) ([]oauth.Membership, error) { return nil, nil }
+func (directory) Memberships(_ context.Context, userID string) ([]oauth.Membership, error) {
+	if userID == user {
+		return []oauth.Membership{{OrganizationID: orgA, Name: "A"}}, nil
+	}
+	return nil, nil
+}
 func (d directory) Branches(ctx context.Context, org string) ([]string, error) {
 	return d.branches.List(ctx, org)
 }
@@ -254,7 +295,9 @@ func TestRateLimit(t *testing.T) {
 		t.Run(router.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, router.new, 3)
-			tokenA, _ := e.tokens.token(t, orgA, nil)
+			// Every branch of A: drivers are organization-wide, and only a
+			// token that covers every branch may create them.
+			tokenA, _ := e.tokens.token(t, orgA, []string{a1, a2})
 			tokenB, _ := e.tokens.token(t, orgB, nil)
 
 			// Refused by tenancy: not counted, and no RateLimit header.
@@ -295,10 +338,11 @@ func TestRun(t *testing.T) {
 	defer cancel()
 	out, stdout := io.Pipe()
 	dbPath := filepath.Join(t.TempDir(), "fleet.db")
+	tokens := newTokenService(t, directory{})
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{
-			"-addr", "127.0.0.1:0", "-db", dbPath, "-router", "chi",
+			"-addr", "127.0.0.1:0", "-db", dbPath, "-router", "chi", "-waybill-db", "sqlite://" + tokens.dbPath,
 			"-jwt-secret", secret, "-issuer", "http://127.0.0.1:8080", "-branch", orgA + ":" + a1,
 		}, stdout)
 		stdout.Close()
@@ -335,4 +379,63 @@ func TestRun(t *testing.T) {
 	ids, err := branches{db}.List(context.Background(), orgA)
 	require.NoError(t, err)
 	assert.Equal(t, []string{a1}, ids)
+}
+
+// TestRevokedTokenRefused revokes a user's authorization at the token
+// service: the fleet service refuses its access token at once, on both
+// routers, as the waybill binary does, because its verifier reads the token
+// service's revocations (-waybill-db).
+func TestRevokedTokenRefused(t *testing.T) {
+	for _, router := range routers {
+		t.Run(router.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, router.new, 1000)
+			access, refresh, client := e.tokens.codeToken(t)
+			kept, _, _ := e.tokens.codeToken(t)
+			for _, token := range []string{access, kept} {
+				r := e.do(t, "GET", "/v1/"+orgA+"/drivers", token, "")
+				require.Equal(t, http.StatusOK, r.status, r.raw)
+			}
+
+			req, err := http.NewRequest(http.MethodPost, e.tokens.url+oauth.PathRevoke, strings.NewReader("token="+refresh))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.SetBasicAuth(client[0], client[1])
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			res.Body.Close()
+			require.Equal(t, http.StatusOK, res.StatusCode)
+
+			for _, path := range []string{"/v1/" + orgA + "/drivers", "/v1/" + orgA + "/fleet-report"} {
+				r := e.do(t, "GET", path, access, "")
+				assert.Equal(t, http.StatusUnauthorized, r.status, path)
+				assert.Equal(t, "invalid_token", r.code(), path)
+				assert.Contains(t, r.body["error_description"], "revoked", path)
+			}
+			r := e.do(t, "GET", "/v1/"+orgA+"/drivers", kept, "")
+			assert.Equal(t, http.StatusOK, r.status, "another authorization stands: %s", r.raw)
+		})
+	}
+}
+
+// TestWaybillDB checks that the service does not start without the token
+// service's database, which it needs to refuse revoked tokens.
+func TestWaybillDB(t *testing.T) {
+	for _, tc := range []struct{ name, url, says string }{
+		{"missing file", "sqlite://" + filepath.Join(t.TempDir(), "nope.db"), "is not the database of a Waybill token service"},
+		{"not a token service's", "sqlite://" + filepath.Join(t.TempDir(), "fleet.db"), "is not the database of a Waybill token service"},
+		{"not a database URL", "waybill.db", "want the token service's --database-url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "not a token service's" {
+				db, err := openDB(context.Background(), strings.TrimPrefix(tc.url, "sqlite://"))
+				require.NoError(t, err)
+				require.NoError(t, db.Close())
+			}
+			err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-db", filepath.Join(t.TempDir(), "fleet.db"),
+				"-jwt-secret", secret, "-waybill-db", tc.url}, io.Discard)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.says)
+		})
+	}
 }

@@ -46,7 +46,11 @@ var base = time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 // with oauth.ErrDuplicate and leaves the token unspent; RotateRefreshToken
 // checks revocation before reuse (a spent token of a revoked family gives
 // oauth.ErrRevoked); RevokeFamily of a family with no token yet revokes the
-// tokens saved in it later; SaveGrant accepts the same consent again.
+// tokens saved in it later; every token of a family reports the family's
+// AuthorizedAt, as saved with its first token, whatever the rotations;
+// RevokeUserFamilies and RevokeClientFamilies count only the families they
+// revoked; SaveGrant
+// accepts the same consent again.
 func TestStore(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 	t.Run("apps", func(t *testing.T) {
 		t.Parallel()
@@ -67,6 +71,10 @@ func TestStore(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 	t.Run("grants", func(t *testing.T) {
 		t.Parallel()
 		testGrants(t, newStore)
+	})
+	t.Run("client families", func(t *testing.T) {
+		t.Parallel()
+		testClientFamilies(t, newStore)
 	})
 }
 
@@ -180,6 +188,27 @@ func testCodes(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		got, err := s.RedeemCode(t.Context(), randomHash(), randomID(), base)
 		require.ErrorIs(t, err, oauth.ErrNotFound)
 		assert.Nil(t, got)
+		got, err = s.Code(t.Context(), randomHash())
+		require.ErrorIs(t, err, oauth.ErrNotFound)
+		assert.Nil(t, got)
+	})
+	t.Run("look up without spending", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		want := newCode()
+		require.NoError(t, s.SaveCode(t.Context(), want))
+		for range 2 {
+			got, err := s.Code(t.Context(), want.Hash)
+			require.NoError(t, err)
+			assertCode(t, want, got)
+		}
+		family := randomID()
+		_, err := s.RedeemCode(t.Context(), want.Hash, family, base)
+		require.NoError(t, err, "looking a code up spent it")
+		got, err := s.Code(t.Context(), want.Hash)
+		require.NoError(t, err)
+		want.FamilyID = family
+		assertCode(t, want, got)
 	})
 	t.Run("duplicate hash", func(t *testing.T) {
 		t.Parallel()
@@ -440,6 +469,83 @@ func testRefresh(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 			assert.Equal(t, tc.want, got, tc.name)
 		}
 	})
+	t.Run("authorization time", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		rt := newToken()
+		rt.AuthorizedAt = base.Add(-40 * 24 * time.Hour)
+		require.NoError(t, s.SaveRefreshToken(t.Context(), rt))
+		got, err := s.RefreshToken(t.Context(), rt.Hash)
+		require.NoError(t, err)
+		assertTime(t, rt.AuthorizedAt, got.AuthorizedAt, "AuthorizedAt")
+		prev := rt.Hash
+		for i := range 3 {
+			next := randomHash()
+			spent, err := s.RotateRefreshToken(t.Context(), prev, next, base.Add(time.Duration(i+1)*time.Hour), base.Add(time.Duration(i)*time.Hour))
+			require.NoError(t, err)
+			assertTime(t, rt.AuthorizedAt, spent.AuthorizedAt, "AuthorizedAt of the spent token")
+			got, err := s.RefreshToken(t.Context(), next)
+			require.NoError(t, err)
+			assertTime(t, rt.AuthorizedAt, got.AuthorizedAt, "AuthorizedAt of the successor: rotation must not move it")
+			prev = next
+		}
+
+		unset := newToken()
+		unset.AuthorizedAt = time.Time{}
+		before := time.Now()
+		require.NoError(t, s.SaveRefreshToken(t.Context(), unset))
+		got, err = s.RefreshToken(t.Context(), unset.Hash)
+		require.NoError(t, err)
+		assert.WithinDuration(t, before, got.AuthorizedAt, time.Minute, "a zero AuthorizedAt is the current time")
+	})
+	t.Run("revoke a user's families", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		user, other, orgA, orgB := randomID(), randomID(), randomID(), randomID()
+		token := func(user, org string) *oauth.RefreshToken {
+			rt := newToken()
+			rt.UserID, rt.OrganizationID = user, org
+			require.NoError(t, s.SaveRefreshToken(t.Context(), rt))
+			return rt
+		}
+		inA, rotatedInA, inB := token(user, orgA), token(user, orgA), token(user, orgB)
+		bystander, revokedBefore := token(other, orgA), token(user, orgA)
+		rotated := randomHash()
+		_, err := s.RotateRefreshToken(t.Context(), rotatedInA.Hash, rotated, base.Add(time.Hour), base)
+		require.NoError(t, err)
+		require.NoError(t, s.RevokeFamily(t.Context(), revokedBefore.FamilyID, base))
+
+		revoked := func(rt *oauth.RefreshToken) bool {
+			got, err := s.FamilyRevoked(t.Context(), rt.FamilyID)
+			require.NoError(t, err)
+			return got
+		}
+		n, err := s.RevokeUserFamilies(t.Context(), user, orgA, base.Add(time.Minute))
+		require.NoError(t, err)
+		assert.Equal(t, 2, n, "the user's live families in the organization")
+		assert.True(t, revoked(inA))
+		assert.True(t, revoked(rotatedInA))
+		assert.False(t, revoked(inB), "a family of another organization")
+		assert.False(t, revoked(bystander), "a family of another user")
+		_, err = s.RotateRefreshToken(t.Context(), rotated, randomHash(), base.Add(time.Hour), base.Add(time.Minute))
+		require.ErrorIs(t, err, oauth.ErrRevoked, "the newest token of a revoked family")
+
+		n, err = s.RevokeUserFamilies(t.Context(), user, orgA, base.Add(time.Minute))
+		require.NoError(t, err)
+		assert.Zero(t, n, "revoked families are not counted again")
+
+		n, err = s.RevokeUserFamilies(t.Context(), user, "", base.Add(time.Minute))
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "every organization")
+		assert.True(t, revoked(inB))
+		assert.False(t, revoked(bystander))
+		_, err = s.RotateRefreshToken(t.Context(), bystander.Hash, randomHash(), base.Add(time.Hour), base.Add(time.Minute))
+		require.NoError(t, err, "another user's token still rotates")
+
+		n, err = s.RevokeUserFamilies(t.Context(), randomID(), "", base)
+		require.NoError(t, err)
+		assert.Zero(t, n, "an unknown user")
+	})
 	t.Run("lists", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -643,6 +749,7 @@ func newToken() *oauth.RefreshToken {
 		OrganizationID: randomID(),
 		Scopes:         []string{"svc:orders:read", "svc:accounts:read"},
 		ExpiresAt:      base.Add(30 * 24 * time.Hour),
+		AuthorizedAt:   base.Add(-time.Hour),
 	}
 }
 
@@ -698,6 +805,7 @@ func assertToken(t *testing.T, want, got *oauth.RefreshToken) {
 	assert.Equal(t, want.OrganizationID, got.OrganizationID, "OrganizationID")
 	assertList(t, want.Scopes, got.Scopes, "Scopes")
 	assertTime(t, want.ExpiresAt, got.ExpiresAt, "ExpiresAt")
+	assertTime(t, want.AuthorizedAt, got.AuthorizedAt, "AuthorizedAt")
 }
 
 // assertList checks that got holds want's elements in order; a nil or empty
@@ -716,4 +824,44 @@ func assertTime(t *testing.T, want, got time.Time, what string) {
 	t.Helper()
 	assert.True(t, want.Equal(got), "%s: want %v, got %v", what, want.UTC(), got)
 	assert.Equal(t, time.UTC, got.Location(), "%s is not in UTC", what)
+}
+
+// testClientFamilies checks RevokeClientFamilies: every family of the
+// client, rotated or not, and no other; families revoked before are not
+// counted.
+func testClientFamilies(t *testing.T, newStore func(t *testing.T) oauth.Store) {
+	s := newStore(t)
+	client, other := randomID(), randomID()
+	token := func(clientID string) *oauth.RefreshToken {
+		rt := newToken()
+		rt.ClientID = clientID
+		require.NoError(t, s.SaveRefreshToken(t.Context(), rt))
+		return rt
+	}
+	plain, rotatedFirst, revokedBefore, bystander := token(client), token(client), token(client), token(other)
+	rotated := randomHash()
+	_, err := s.RotateRefreshToken(t.Context(), rotatedFirst.Hash, rotated, base.Add(time.Hour), base)
+	require.NoError(t, err)
+	require.NoError(t, s.RevokeFamily(t.Context(), revokedBefore.FamilyID, base))
+
+	n, err := s.RevokeClientFamilies(t.Context(), client, base.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "the client's live families")
+	for _, rt := range []*oauth.RefreshToken{plain, rotatedFirst, revokedBefore} {
+		revoked, err := s.FamilyRevoked(t.Context(), rt.FamilyID)
+		require.NoError(t, err)
+		assert.True(t, revoked)
+	}
+	_, err = s.RotateRefreshToken(t.Context(), rotated, randomHash(), base.Add(time.Hour), base.Add(time.Minute))
+	require.ErrorIs(t, err, oauth.ErrRevoked, "the newest token of a revoked family")
+	revoked, err := s.FamilyRevoked(t.Context(), bystander.FamilyID)
+	require.NoError(t, err)
+	assert.False(t, revoked, "another client's family")
+
+	n, err = s.RevokeClientFamilies(t.Context(), client, base.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Zero(t, n, "revoked families are not counted again")
+	n, err = s.RevokeClientFamilies(t.Context(), randomID(), base)
+	require.NoError(t, err)
+	assert.Zero(t, n, "an unknown client")
 }

@@ -83,3 +83,21 @@ func updateSecretHash(ctx context.Context, tx *tx, clientID string, hash []byte)
 	}
 	return nil
 }
+
+// RevokeClientFamilies revokes, at now, every unrevoked refresh token
+// family of the client and returns how many; families revoked before are
+// not counted. One UPDATE does it, so a family whose first token was
+// committed before the call is revoked.
+func (s *Store) RevokeClientFamilies(ctx context.Context, clientID string, now time.Time) (int, error) {
+	tx := s.autocommit()
+	res, err := tx.ExecContext(ctx, `UPDATE oauth_families SET revoked_at = $1 WHERE client_id = $2 AND revoked_at IS NULL`,
+		tx.timeArg(now), clientID)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: revoke client families: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: revoke client families: %w", err)
+	}
+	return int(n), nil
+}

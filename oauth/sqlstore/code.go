@@ -43,6 +43,13 @@ func (s *Store) RedeemCode(ctx context.Context, hash []byte, familyID string, no
 	return c, fmt.Errorf("sqlstore: redeem code: %w", oauth.ErrSpent)
 }
 
+// Code returns the code with this hash, redeemed or not (a redeemed code
+// has its FamilyID), or oauth.ErrNotFound. It spends nothing.
+func (s *Store) Code(ctx context.Context, hash []byte) (*oauth.Code, error) {
+	c, _, err := findCode(ctx, s.autocommit(), hash)
+	return c, err
+}
+
 // errNoRows is what the helpers of conditional updates return when no row
 // qualified.
 var errNoRows = errors.New("sqlstore: no row qualified")

@@ -11,8 +11,9 @@ import (
 )
 
 // SaveRefreshToken stores the first token of a new family, recording the
-// family unless it exists; oauth.ErrDuplicate if a token with the same hash
-// exists. A family revoked before its first token is saved stays revoked.
+// family, authorized at t.AuthorizedAt (the current time when zero), unless
+// it exists; oauth.ErrDuplicate if a token with the same hash exists. A
+// family revoked before its first token is saved stays revoked.
 func (s *Store) SaveRefreshToken(ctx context.Context, t *oauth.RefreshToken) error {
 	tx, err := s.begin(ctx)
 	if err != nil {
@@ -20,7 +21,11 @@ func (s *Store) SaveRefreshToken(ctx context.Context, t *oauth.RefreshToken) err
 	}
 	defer tx.rollback(ctx)
 	now := time.Now()
-	if err := insertFamilyIfAbsent(ctx, tx, t, now); err != nil {
+	authorized := t.AuthorizedAt
+	if authorized.IsZero() {
+		authorized = now
+	}
+	if err := insertFamilyIfAbsent(ctx, tx, t, authorized); err != nil {
 		return err
 	}
 	if err := insertRefreshToken(ctx, tx, t, now); err != nil {
@@ -84,6 +89,15 @@ func (s *Store) RevokeFamily(ctx context.Context, familyID string, now time.Time
 	return revokeFamily(ctx, s.autocommit(), familyID, now)
 }
 
+// RevokeUserFamilies revokes, at now, every family of the user in the
+// organization, or in every organization when organizationID is "", and
+// returns how many it revoked; families revoked before are not counted.
+// One UPDATE does it, so a family whose first token was committed before
+// the call is revoked.
+func (s *Store) RevokeUserFamilies(ctx context.Context, userID, organizationID string, now time.Time) (int, error) {
+	return revokeUserFamilies(ctx, s.autocommit(), userID, organizationID, now)
+}
+
 // FamilyRevoked reports whether the family is revoked. An unknown family is
 // not.
 func (s *Store) FamilyRevoked(ctx context.Context, familyID string) (bool, error) {
@@ -141,19 +155,25 @@ func refuseRotation(ctx context.Context, tx *tx, hash []byte, now time.Time) (*o
 	return nil, fmt.Errorf("sqlstore: rotate refresh token: token neither spendable, spent nor revoked")
 }
 
-// refreshColumns are the columns scanRefreshToken reads, in its order.
+// refreshColumns are the token's columns that scanRefreshToken reads
+// first, in its order.
 const refreshColumns = "family_id, client_id, user_id, organization_id, scopes, expires_at"
 
-// scanRefreshToken scans refreshColumns, and then extra, into a token with
-// hash.
+// familyAuthorizedAt is the expression, in a statement on
+// oauth_refresh_tokens, of when the token's family was authorized: the
+// family's created_at.
+const familyAuthorizedAt = "(SELECT f.created_at FROM oauth_families f WHERE f.id = oauth_refresh_tokens.family_id)"
+
+// scanRefreshToken scans refreshColumns, the family's authorization time,
+// and then extra, into a token with hash.
 func scanRefreshToken(row *sql.Row, hash []byte, extra ...any) (*oauth.RefreshToken, error) {
 	t := &oauth.RefreshToken{Hash: hash}
-	var expires nullTime
-	dest := append([]any{&t.FamilyID, &t.ClientID, &t.UserID, &t.OrganizationID, list{&t.Scopes}, &expires}, extra...)
+	var expires, authorized nullTime
+	dest := append([]any{&t.FamilyID, &t.ClientID, &t.UserID, &t.OrganizationID, list{&t.Scopes}, &expires, &authorized}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	t.ExpiresAt = expires.Time
+	t.ExpiresAt, t.AuthorizedAt = expires.Time, authorized.Time
 	return t, nil
 }
 
@@ -165,7 +185,7 @@ func findRefreshToken(ctx context.Context, tx *tx, hash []byte) (*oauth.RefreshT
 	var state tokenState
 	row := tx.QueryRowContext(ctx, `
 		SELECT t.family_id, t.client_id, t.user_id, t.organization_id, t.scopes, t.expires_at,
-			t.spent_at IS NOT NULL, f.revoked_at IS NOT NULL
+			f.created_at, t.spent_at IS NOT NULL, f.revoked_at IS NOT NULL
 		FROM oauth_refresh_tokens t LEFT JOIN oauth_families f ON f.id = t.family_id
 		WHERE t.hash = $1`, bytesArg(hash))
 	t, err := scanRefreshToken(row, hash, &state.spent, &state.revoked)
@@ -186,7 +206,7 @@ func spendRefreshToken(ctx context.Context, tx *tx, hash []byte, now time.Time) 
 		UPDATE oauth_refresh_tokens SET spent_at = $1
 		WHERE hash = $2 AND spent_at IS NULL
 			AND NOT EXISTS (SELECT 1 FROM oauth_families f WHERE f.id = oauth_refresh_tokens.family_id AND f.revoked_at IS NOT NULL)
-		RETURNING `+refreshColumns,
+		RETURNING `+refreshColumns+`, `+familyAuthorizedAt,
 		tx.timeArg(now), bytesArg(hash),
 	)
 	t, err := scanRefreshToken(row, hash)
@@ -214,8 +234,8 @@ func insertRefreshToken(ctx context.Context, tx *tx, t *oauth.RefreshToken, now 
 	return nil
 }
 
-// insertFamilyIfAbsent records the family of t, created at now, unless it
-// is recorded.
+// insertFamilyIfAbsent records the family of t, created (authorized) at
+// now, unless it is recorded.
 func insertFamilyIfAbsent(ctx context.Context, tx *tx, t *oauth.RefreshToken, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO oauth_families (id, client_id, user_id, organization_id, created_at)
@@ -242,4 +262,25 @@ func revokeFamily(ctx context.Context, tx *tx, familyID string, now time.Time) e
 		return fmt.Errorf("sqlstore: revoke family: %w", err)
 	}
 	return nil
+}
+
+// revokeUserFamilies marks revoked at now the unrevoked families of the
+// user in the organization, or in every organization for "", and returns
+// how many.
+func revokeUserFamilies(ctx context.Context, tx *tx, userID, organizationID string, now time.Time) (int, error) {
+	query := `UPDATE oauth_families SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL`
+	args := []any{tx.timeArg(now), userID}
+	if organizationID != "" {
+		query += ` AND organization_id = $3`
+		args = append(args, organizationID)
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: revoke user families: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: revoke user families: %w", err)
+	}
+	return int(n), nil
 }

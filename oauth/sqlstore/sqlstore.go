@@ -82,6 +82,7 @@ const timeLayout = "2006-01-02T15:04:05.000000Z"
 type Store struct {
 	db      *sql.DB
 	dialect Dialect
+	sealer  *oauth.Sealer // encrypts the signing key at rest; nil: plain text
 }
 
 var _ oauth.Store = (*Store)(nil)
@@ -112,6 +113,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 // querier runs statements: a *sql.DB, a *sql.Tx or a *sql.Conn.
 type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 

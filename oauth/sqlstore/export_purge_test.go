@@ -1,0 +1,4 @@
+package sqlstore
+
+// PurgeBatches is Purge with batches of a given size, for the tests.
+var PurgeBatches = (*Store).purge

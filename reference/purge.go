@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/oauth"
+)
+
+// The purge of the token service's expired state (oauth.Server.Purge): serve
+// runs it every --purge-interval, "waybill admin purge" once.
+const (
+	// defaultPurgeInterval is the default of --purge-interval.
+	defaultPurgeInterval = time.Hour
+	// purgeFirstDelay is how long after the start the first purge runs,
+	// or after one interval when that is shorter.
+	purgeFirstDelay = time.Minute
+	// purgeJitter is the most by which a wait between purges is lengthened
+	// or shortened at random, as a fraction of it, so that replicas
+	// started together do not purge together.
+	purgeJitter = 0.1
+	// purgeTimeout bounds one purge; what it leaves goes at the next.
+	purgeTimeout = 10 * time.Minute
+)
+
+// startPurges starts the periodic purge of the expired state of tokens, in
+// the background: the first purge purgeFirstDelay after the start (or
+// after interval, when shorter), then one every interval, each wait
+// jittered by purgeJitter. An interval of 0 starts nothing. Every purge is
+// logged at info level with what it deleted; a failed one is logged as a
+// warning and the next one tries again: a purge never stops the server. The
+// purges stop when ctx is done or stop is called, a purge in progress at
+// once (what it deleted stays deleted); stop returns once they have
+// stopped. Call it before closing the database.
+func startPurges(ctx context.Context, tokens *oauth.Server, interval time.Duration, logger *slog.Logger) (stop func()) {
+	if interval <= 0 {
+		logger.Info("periodic purge of expired tokens disabled", "purge_interval", "0s")
+		return func() {}
+	}
+	logger.Info("periodic purge of expired tokens", "purge_interval", interval.String())
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		delay := min(interval, purgeFirstDelay)
+		for {
+			timer := time.NewTimer(jitter(delay))
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+			purgeOnce(ctx, tokens, logger)
+			delay = interval
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// jitter returns d lengthened or shortened at random by up to purgeJitter
+// of it.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration((rand.Float64()*2-1)*purgeJitter*float64(d))
+}
+
+// purgeOnce runs one purge and logs its outcome; a purge cut short by the
+// end of ctx (a shutdown) is not an error.
+func purgeOnce(ctx context.Context, tokens *oauth.Server, logger *slog.Logger) {
+	runCtx, cancel := context.WithTimeout(ctx, purgeTimeout)
+	defer cancel()
+	start := time.Now()
+	res, err := tokens.Purge(runCtx, 0)
+	attrs := []any{"codes", res.Codes, "refresh_tokens", res.RefreshTokens, "families", res.Families, "grants", res.Grants,
+		"duration", time.Since(start).String()}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		logger.Info("purge of expired tokens stopped by the shutdown", attrs...)
+	case err != nil:
+		// A warning, as every outage of the database is: it is the usual
+		// cause, and requests report it already.
+		logger.Warn("purge of expired tokens failed; the next one tries again", append(attrs, "error", err.Error())...)
+	default:
+		logger.Info("purged expired tokens", attrs...)
+	}
+}
+
+// purgeCmd is "waybill admin purge [--refresh-max-age D]": one purge, as
+// serve runs it every --purge-interval.
+type purgeCmd struct {
+	refreshMaxAge time.Duration
+}
+
+// flags declares --refresh-max-age, as serve has it.
+func (c *purgeCmd) flags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.refreshMaxAge, "refresh-max-age", oauth.DefaultRefreshMaxAge, "serve's --refresh-max-age: authorizations older than this and the retention are purged")
+}
+
+// check requires a positive --refresh-max-age.
+func (c *purgeCmd) check() error {
+	if c.refreshMaxAge <= 0 {
+		return fmt.Errorf("--refresh-max-age must be positive, not %v", c.refreshMaxAge)
+	}
+	return nil
+}
+
+// exec purges once and returns the counts of what it deleted
+// (oauth.PurgeResult).
+func (c *purgeCmd) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")
+	srv.RefreshMaxAge = c.refreshMaxAge
+	res, err := srv.Purge(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// checkPurgeInterval returns an error for a negative --purge-interval.
+func checkPurgeInterval(d time.Duration) error {
+	if d < 0 {
+		return errors.New("--purge-interval must not be negative (0 disables the purge)")
+	}
+	return nil
+}
