@@ -113,7 +113,7 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 	if clientID == "" {
 		return nil, apierrors.InvalidClient(scheme, "client authentication is required")
 	}
-	app, err := s.Store.App(ctx, clientID)
+	app, err := s.app(ctx, clientID)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		SecretMatches(secret, dummyHash)
@@ -125,6 +125,15 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 		return nil, apierrors.InvalidClient(scheme, "client authentication failed")
 	}
 	return app, nil
+}
+
+// app returns the app of clientID: the one authenticated for this request
+// (WithAuthenticatedApp) when it is that client's, else the store's.
+func (s *Server) app(ctx context.Context, clientID string) (*App, error) {
+	if app, ok := AuthenticatedApp(ctx); ok && app.ClientID == clientID {
+		return app, nil
+	}
+	return s.Store.App(ctx, clientID)
 }
 
 // ClientCredentials runs the client-credentials grant for an authenticated

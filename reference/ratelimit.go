@@ -282,10 +282,9 @@ type clientAuthenticator interface {
 // The limit is picked by method and path (see rateLimits); clients
 // authenticates the clients of the token endpoints, for their keys.
 func (l *rateLimits) Wrap(next http.Handler, clients clientAuthenticator) http.Handler {
-	byClient := keyByAuthenticatedClient(clients)
-	edgeToken := l.middleware(l.edge, byClient)(next)
+	edgeToken := authenticateClient(clients, l.middleware(l.edge, keyByAuthenticatedClient)(next))
 	edge := l.middleware(l.edge, keyByAddr)(next)
-	token := l.middleware(l.token, byClient)(next)
+	token := authenticateClient(clients, l.middleware(l.token, keyByAuthenticatedClient)(next))
 	signIn := l.signIn(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
@@ -445,22 +444,34 @@ func keyByOrganization(r *http.Request) (string, bool) {
 	return t.OrganizationID, true
 }
 
-// keyByAuthenticatedClient returns the key of a token request: the client
-// it authenticates as, "client:<id>", when its credentials (HTTP Basic, or
-// client_id and client_secret in the body, read as the token endpoint reads
-// them) are a client's; else its remote address, "addr:<host>". A request
-// that names a client without its secret spends the quota of its address,
-// so that nobody can spend a client's quota but the client.
-func keyByAuthenticatedClient(clients clientAuthenticator) ratelimit.KeyFunc {
-	return func(r *http.Request) (string, bool) {
-		id, secret, scheme := peekCredentials(r)
-		if id != "" && secret != "" && clients != nil {
-			if _, err := clients.AuthenticateClient(r.Context(), id, secret, scheme); err == nil {
-				return clientKey(id), true
+// authenticateClient returns next behind a step that authenticates the
+// client of a token request once, from its credentials (HTTP Basic, or
+// client_id and client_secret in the body, read as the token endpoint
+// reads them), and hands the app to the rest of the request
+// (oauth.WithAuthenticatedApp): the limit keys by it, and the token
+// endpoint checks the secret against it without looking the app up again.
+// A request whose client does not authenticate goes on unchanged.
+func authenticateClient(clients clientAuthenticator, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, secret, scheme := peekCredentials(r); id != "" && secret != "" {
+			if app, err := clients.AuthenticateClient(r.Context(), id, secret, scheme); err == nil {
+				r = r.WithContext(oauth.WithAuthenticatedApp(r.Context(), app))
 			}
 		}
-		return keyByAddr(r)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// keyByAuthenticatedClient keys a token request by the client that
+// authenticateClient authenticated, "client:<id>", else by its remote
+// address, "addr:<host>". A request that names a client without its secret
+// spends the quota of its address, so that nobody can spend a client's
+// quota but the client.
+func keyByAuthenticatedClient(r *http.Request) (string, bool) {
+	if app, ok := oauth.AuthenticatedApp(r.Context()); ok {
+		return clientKey(app.ClientID), true
 	}
+	return keyByAddr(r)
 }
 
 // clientKey returns the key of the client id: "client:<id>", or for an id

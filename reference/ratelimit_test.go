@@ -449,7 +449,13 @@ func (rpClients) AuthenticateClient(_ context.Context, id, secret, _ string) (*o
 
 func TestKeyByAuthenticatedClient(t *testing.T) {
 	t.Parallel()
-	key := keyByAuthenticatedClient(rpClients{})
+	// The key as the limit sees it: behind authenticateClient.
+	key := func(r *http.Request) (got string, ok bool) {
+		authenticateClient(rpClients{}, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			got, ok = keyByAuthenticatedClient(r)
+		})).ServeHTTP(httptest.NewRecorder(), r)
+		return got, ok
+	}
 	tests := []struct {
 		name, body, remote, want string
 	}{
