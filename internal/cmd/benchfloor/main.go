@@ -308,6 +308,7 @@ type claims struct {
 	Scopes         []string `json:"oauth_scopes"`
 	BranchIDs      []string `json:"oauth_branch_ids"`
 	AppName        string   `json:"oauth_app_name"`
+	Grant          string   `json:"oauth_grant_type"`
 }
 
 // The jwt.Claims methods; signing uses none of them.
@@ -366,7 +367,7 @@ func (f *floor) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &claims{Issuer: f.cfg.Issuer, Subject: id, Audience: "authenticated", Role: "authenticated",
-		ID: uuid.NewString(), OrganizationID: org, ClientID: clientID, AppName: name}
+		ID: uuid.NewString(), OrganizationID: org, ClientID: clientID, AppName: name, Grant: "client_credentials"}
 	if err := json.Unmarshal([]byte(scopes), &c.Scopes); err != nil {
 		fail(w, http.StatusInternalServerError, "server_error", err)
 		return
