@@ -57,13 +57,22 @@ var adminCommands = []adminCommand{
 	{"app rotate-secret", "--client-id ID [--revoke-tokens]", func() adminCmd { return &appRotateSecret{} }},
 	{"keys reencrypt", "--secrets-key KEY [--previous-secrets-key KEY]", func() adminCmd { return &keysReencrypt{} }},
 	{"purge", "[--refresh-max-age D]", func() adminCmd { return &purgeCmd{} }},
+	{"org list", "", func() adminCmd { return &orgList{} }},
+	{"branch list", "--org ORG", func() adminCmd { return &branchList{} }},
+	{"user list", "--org ORG", func() adminCmd { return &userList{} }},
+	{"user set-password", "--id USER | --email E, --password P", func() adminCmd { return &userSetPassword{} }},
+	{"app list", "--org ORG", func() adminCmd { return &appList{} }},
 }
 
 // runAdmin is the admin command: "waybill admin GROUP ACTION [flags]", or
 // "waybill admin ACTION [flags]" for a command of one word.
-func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 1 && isHelp(args[0]) {
-		printAdminUsage(stdout)
+		printAdminUsage(stdout, "")
+		return nil
+	}
+	if len(args) == 2 && isHelp(args[1]) && adminGroup(args[0]) {
+		printAdminUsage(stdout, args[0])
 		return nil
 	}
 	n := 2 // the words of a command: two, or one for a command of one word
@@ -71,12 +80,15 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		n = 1
 	}
 	if len(args) < n {
-		return fmt.Errorf("admin: want a command: %s (see \"waybill admin -h\")", adminCommandList())
+		if len(args) == 1 && adminGroup(args[0]) {
+			return fmt.Errorf("admin %s: want one of: %s (see \"waybill admin %s -h\")", args[0], adminCommandList(args[0]), args[0])
+		}
+		return fmt.Errorf("admin: want a command: %s (see \"waybill admin -h\")", adminCommandList(""))
 	}
 	words := strings.Join(args[:n], " ")
 	i := slices.IndexFunc(adminCommands, func(c adminCommand) bool { return c.words == words })
 	if i < 0 {
-		return fmt.Errorf("admin: unknown command %q; commands: %s", words, adminCommandList())
+		return fmt.Errorf("admin: unknown command %q; commands: %s", words, adminCommandList(""))
 	}
 
 	cmd := adminCommands[i].newCmd()
@@ -84,7 +96,10 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 	var databaseURL string
 	databaseURLFlag(fs, &databaseURL)
 	cmd.flags(fs)
-	if err := parseFlags(fs, args[n:], getenv, stdout); err != nil {
+	// Only the settings of the installation come from the environment,
+	// never the values of one record: WAYBILL_NAME must not name every
+	// organization, branch and app alike.
+	if err := parseFlags(fs, args[n:], getenv, stdout, adminEnvFlags...); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -92,6 +107,11 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	if err := cmd.check(); err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	if w, ok := cmd.(warner); ok {
+		for _, warning := range w.warnings() {
+			fmt.Fprintf(stderr, "waybill %s: warning: %s\n", fs.Name(), warning)
+		}
 	}
 
 	db, dialect, _, err := openAndMigrate(ctx, databaseURL, defaultDBMaxConns)
@@ -103,7 +123,38 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
+	if lines, ok := out.(jsonLines); ok {
+		for _, line := range lines {
+			if err := printJSON(stdout, line); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	return printJSON(stdout, out)
+}
+
+// adminEnvFlags are the flags of admin commands that take their WAYBILL_*
+// variable when not given: settings of the installation, not values of a
+// record.
+var adminEnvFlags = []string{"database-url", "secrets-key", "previous-secrets-key", "refresh-max-age"}
+
+// warner is an admin command that may warn, after check, about flags that
+// are valid but probably not what was meant. runAdmin prints each warning
+// on stderr and goes on.
+type warner interface {
+	warnings() []string
+}
+
+// jsonLines is the output of a list command: one JSON object a line.
+type jsonLines []any
+
+// adminGroup reports whether word is the first word of admin commands of
+// two words ("org", "app", ...).
+func adminGroup(word string) bool {
+	return slices.ContainsFunc(adminCommands, func(c adminCommand) bool {
+		return strings.HasPrefix(c.words, word+" ")
+	})
 }
 
 // runMigrate is the migrate command: it applies the migrations that the
@@ -136,22 +187,29 @@ func isHelp(arg string) bool {
 	return arg == "help" || arg == "-h" || arg == "-help" || arg == "--help"
 }
 
-// adminCommandList returns the admin commands, comma-separated.
-func adminCommandList() string {
+// adminCommandList returns the admin commands of group ("org", say; all
+// when empty), comma-separated.
+func adminCommandList(group string) string {
 	var words []string
 	for _, c := range adminCommands {
-		words = append(words, c.words)
+		if group == "" || strings.HasPrefix(c.words, group+" ") {
+			words = append(words, c.words)
+		}
 	}
 	return strings.Join(words, ", ")
 }
 
-// printAdminUsage writes the admin commands and their synopses to w.
-func printAdminUsage(w io.Writer) {
+// printAdminUsage writes the admin commands of group (all when empty) and
+// their synopses to w.
+func printAdminUsage(w io.Writer, group string) {
 	fmt.Fprintln(w, "Usage: waybill admin <command> [flags]\n\nCommands:")
 	for _, c := range adminCommands {
-		fmt.Fprintf(w, "  waybill admin %s %s\n", c.words, c.synopsis)
+		if group == "" || strings.HasPrefix(c.words, group+" ") {
+			fmt.Fprintf(w, "  waybill admin %s %s\n", c.words, c.synopsis)
+		}
 	}
-	fmt.Fprintln(w, "\nEach takes --database-url (default "+defaultDatabaseURL+") and prints one JSON object.")
+	fmt.Fprintln(w, "\nEach takes --database-url (default "+defaultDatabaseURL+", env WAYBILL_DATABASE_URL) and prints")
+	fmt.Fprintln(w, "one JSON object; the list commands print one a line. \"waybill admin <command> -h\" lists its flags.")
 }
 
 // printJSON writes v to w as one line of JSON.

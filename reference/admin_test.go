@@ -74,8 +74,13 @@ func TestAdminCommands(t *testing.T) {
 			// The first command migrates the database too.
 			zeta := createID(t, cmd("admin", "org", "create", "--name", "Zeta Logistics")...)
 			acme := createID(t, cmd("admin", "org", "create", "--name", "  Acme Freight ")...)
-			out, err := runCommand(t, map[string]string{"WAYBILL_DATABASE_URL": url, "WAYBILL_NAME": "Empty Org"}, "admin", "org", "create")
-			require.NoError(t, err, "flags from the environment")
+			// The database URL comes from the environment; a record's values
+			// never do.
+			vars := map[string]string{"WAYBILL_DATABASE_URL": url, "WAYBILL_NAME": "Leaked Name"}
+			_, err := runCommand(t, vars, "admin", "org", "create")
+			require.ErrorContains(t, err, "--name is required", "WAYBILL_NAME is no --name")
+			out, err := runCommand(t, vars, "admin", "org", "create", "--name", "Empty Org")
+			require.NoError(t, err, "the database URL from the environment")
 			var empty created
 			require.NoError(t, json.Unmarshal([]byte(out), &empty))
 
@@ -125,7 +130,7 @@ func TestAdminCommands(t *testing.T) {
 					{"duplicate email", cmd("admin", "user", "create", "--email", "DISPATCHER@example.com", "--password", "long-enough", "--org", zeta), "admin user create: a user with email dispatcher@example.com exists already"},
 					{"unknown admin command", cmd("admin", "org", "delete"), `admin: unknown command "org delete"; commands: org create, branch create, user create`},
 					{"admin alone", []string{"admin"}, "admin: want a command: org create, branch create, user create"},
-					{"admin with one word", []string{"admin", "org"}, "admin: want a command"},
+					{"admin with a group only", []string{"admin", "org"}, "admin org: want one of: org create, org list"},
 					{"unknown flag", cmd("admin", "org", "create", "--name", "X", "--bogus"), "admin org create: flag provided but not defined: -bogus"},
 					{"positional argument", []string{"admin", "org", "create", "--name", "X", "extra"}, `admin org create: unexpected argument "extra"`},
 					{"bad database URL", []string{"admin", "org", "create", "--name", "X", "--database-url", "mysql://db/x"}, "admin org create: database URL must start with postgres://, postgresql:// or sqlite://"},

@@ -105,6 +105,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -153,7 +154,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout)
 	case "admin":
-		return runAdmin(ctx, rest, getenv, stdout)
+		return runAdmin(ctx, rest, getenv, stdout, stderr)
 	case "openapi":
 		return runOpenAPI(rest, getenv, stdout)
 	case "help", "-h", "-help", "--help":
@@ -220,15 +221,17 @@ func newLogger(w io.Writer) *slog.Logger {
 
 // parseFlags parses args into fs and then, for every flag that args did not
 // set, takes the value of its environment variable (see envName) from getenv
-// when that is not empty: the command line wins over the environment. A
-// request for help returns flag.ErrHelp after printing fs's flags to help.
-// Positional arguments are an error.
-func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, help io.Writer) error {
+// when that is not empty: the command line wins over the environment. With
+// envFlags, only the flags named there take their variable. A request for
+// help returns flag.ErrHelp after printing fs's flags to help. Positional
+// arguments are an error.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, help io.Writer, envFlags ...string) error {
+	hasEnv := func(name string) bool { return len(envFlags) == 0 || slices.Contains(envFlags, name) }
 	fs.SetOutput(io.Discard) // errors are returned, not printed twice
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			printFlags(fs, help)
+			printFlags(fs, help, hasEnv)
 			return err
 		}
 		return fmt.Errorf("%s: %w (see \"waybill %s -h\")", fs.Name(), err, fs.Name())
@@ -240,7 +243,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, hel
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || given[f.Name] {
+		if err != nil || given[f.Name] || !hasEnv(f.Name) {
 			return
 		}
 		name := envName(f.Name)
@@ -262,9 +265,9 @@ func envName(flagName string) string {
 	return "WAYBILL_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// printFlags writes the usage of fs's command and its flags, each with its
-// environment variable, to w.
-func printFlags(fs *flag.FlagSet, w io.Writer) {
+// printFlags writes the usage of fs's command and its flags to w, each with
+// its environment variable when hasEnv says it takes one.
+func printFlags(fs *flag.FlagSet, w io.Writer, hasEnv func(flagName string) bool) {
 	fmt.Fprintf(w, "Usage: waybill %s [flags]\n\nFlags:\n", fs.Name())
 	fs.VisitAll(func(f *flag.Flag) {
 		name, text := flag.UnquoteUsage(f)
@@ -272,10 +275,17 @@ func printFlags(fs *flag.FlagSet, w io.Writer) {
 		if name != "" {
 			fmt.Fprintf(w, " %s", name)
 		}
-		fmt.Fprintf(w, "\n    \t%s (env %s", text, envName(f.Name))
-		if f.DefValue != "" && f.DefValue != "false" {
-			fmt.Fprintf(w, ", default %s", f.DefValue)
+		var notes []string
+		if hasEnv(f.Name) {
+			notes = append(notes, "env "+envName(f.Name))
 		}
-		fmt.Fprintln(w, ")")
+		if f.DefValue != "" && f.DefValue != "false" {
+			notes = append(notes, "default "+f.DefValue)
+		}
+		fmt.Fprintf(w, "\n    \t%s", text)
+		if len(notes) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(notes, ", "))
+		}
+		fmt.Fprintln(w)
 	})
 }

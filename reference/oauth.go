@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/waybillhq/waybill/internal/migrate"
@@ -107,6 +108,7 @@ func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *oauth.KeySet, issue
 // "s1 s2" [--branches B1,B2] [--redirect-uri URI ...]".
 type appCreate struct {
 	org, name, scopes, branches string
+	allBranches                 bool
 	redirectURIs                stringList
 }
 
@@ -114,8 +116,9 @@ type appCreate struct {
 func (c *appCreate) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.org, "org", "", "`id` of the organization that owns the app (required)")
 	fs.StringVar(&c.name, "name", "", "`name` of the app, shown on the consent page (required)")
-	fs.StringVar(&c.scopes, "scopes", "", "space-separated `scopes` the app may be granted (required)")
+	fs.StringVar(&c.scopes, "scopes", "", "`scopes` the app may be granted, separated by spaces or commas (required)")
 	fs.StringVar(&c.branches, "branches", "", "comma-separated branch `ids` its client-credentials tokens may use (none when empty)")
+	fs.BoolVar(&c.allBranches, "all-branches", false, "let its client-credentials tokens use every branch the organization has now (instead of --branches)")
 	fs.Var(&c.redirectURIs, "redirect-uri", "exact redirect `URI` of its authorization-code flow: https, http on 127.0.0.1, [::1] or localhost, or a private-use scheme such as com.example.app:/callback; no fragment (repeatable)")
 }
 
@@ -127,11 +130,14 @@ func (c *appCreate) check() error {
 		return err
 	}
 	c.org = org
+	c.scopes = strings.ReplaceAll(c.scopes, ",", " ")
 	switch {
 	case strings.TrimSpace(c.name) == "":
 		return errors.New("--name is required")
 	case len(oauth.ParseScope(c.scopes)) == 0:
 		return errors.New("--scopes is required")
+	case c.allBranches && strings.TrimSpace(c.branches) != "":
+		return errors.New("give --branches or --all-branches, not both")
 	}
 	for _, u := range c.redirectURIs {
 		if err := oauth.CheckRedirectURI(u); err != nil {
@@ -141,15 +147,58 @@ func (c *appCreate) check() error {
 	return nil
 }
 
+// warnings warns about an app whose client-credentials tokens reach no
+// branch, and about scopes that no resource of this server takes (a
+// service of the host's own may, so they are kept).
+func (c *appCreate) warnings() []string {
+	var out []string
+	if !c.allBranches && strings.TrimSpace(c.branches) == "" {
+		out = append(out, "the app may use no branch: its client-credentials tokens reach no branch's data "+
+			"(accounts, orders, quotations, ...) and may not write organization-wide data; give --branches B1,B2 or --all-branches")
+	}
+	known := knownScopes()
+	for _, sc := range oauth.ParseScope(c.scopes) {
+		if !slices.Contains(known, sc) {
+			out = append(out, fmt.Sprintf("scope %q is not one of this server's (svc:<resource>:read or :write); it is kept for services of your own", sc))
+		}
+	}
+	return out
+}
+
+// knownScopes returns the scopes of the reference server's resources.
+func knownScopes() []string {
+	var out []string
+	for _, r := range resources() {
+		out = append(out, r.ReadScope())
+		if !r.ReadOnly {
+			out = append(out, r.WriteScope())
+		}
+	}
+	return out
+}
+
 // exec registers the app and prints its client secret, this once.
 func (c *appCreate) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
-	var branches []string
+	branches := []string{}
 	for b := range strings.SplitSeq(c.branches, ",") {
 		if b = strings.TrimSpace(b); b != "" {
 			branches = append(branches, strings.ToLower(b))
+		}
+	}
+	if c.allBranches {
+		lines, err := queryLines(ctx, db, "SELECT id FROM branches WHERE organization_id = $1 ORDER BY id", []any{c.org},
+			func(rows *sql.Rows) (any, error) {
+				var id string
+				return id, rows.Scan(&id)
+			})
+		if err != nil {
+			return nil, fmt.Errorf("list branches: %w", err)
+		}
+		for _, id := range lines {
+			branches = append(branches, id.(string))
 		}
 	}
 	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")

@@ -187,7 +187,7 @@ func TestAdminPurgeFlags(t *testing.T) {
 		{name: "no refresh max age", args: []string{"admin", "purge", "--database-url", db, "--refresh-max-age", "0s"}, wantErr: "admin purge: --refresh-max-age must be positive"},
 		{name: "positional argument", args: []string{"admin", "purge", "now", "--database-url", db}, wantErr: `admin purge: unexpected argument "now"`},
 		{name: "unknown flag", args: []string{"admin", "purge", "--all"}, wantErr: "admin purge: flag provided but not defined: -all"},
-		{name: "two words", args: []string{"admin", "org"}, wantErr: "admin: want a command"},
+		{name: "two words", args: []string{"admin", "org"}, wantErr: "admin org: want one of"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

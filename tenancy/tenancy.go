@@ -245,6 +245,8 @@ func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
 		return Tenant{}, apierrors.Internal(fmt.Errorf("tenancy: resolve branch: %w", err))
 	case org != c.OrganizationID:
 		return Tenant{}, notFound()
+	case c.ClientCredentials() && len(c.BranchIDs) == 0:
+		return Tenant{}, apierrors.InsufficientScope("", "the token may not use this branch: its app was registered with no branches, so its tokens reach none")
 	case c.ClientCredentials() && !slices.Contains(c.BranchIDs, id):
 		return Tenant{}, apierrors.InsufficientScope("", "the token may not use this branch")
 	}
