@@ -75,14 +75,14 @@ func (s *Schema) ParseQuery(rawQuery string) (*Query, error) {
 // Go-specific wrapping.
 func describeDecodeError(err error) string {
 	if e, ok := err.(url.EscapeError); ok {
-		return "invalid escape " + quote(string(e))
+		return "invalid escape " + quote(string(e)) + "; a literal %, such as the wildcard of like and ilike, is written %25 in a URL"
 	}
 	return err.Error()
 }
 
 // Parse reads limit, offset, sort and filter from values, as the package
-// documentation describes them. Any other parameter that the schema does not list in Params is
-// rejected: a filter is never dropped silently. Every error is an
+// documentation describes them. Any other parameter that the schema does
+// not list in Params is rejected: a filter is never dropped silently. Every error is an
 // invalid_request *apierrors.Error that names the parameter or field and
 // the reason.
 func (s *Schema) Parse(values url.Values) (*Query, error) {

@@ -229,6 +229,7 @@ func TestParseInvalid(t *testing.T) {
 		{"misspelled filter", "filters=status:eq:draft", `unknown query parameter "filters"`},
 		{"empty parameter name", "=x", `unknown query parameter ""`},
 		{"bare percent", "filter=name:like:50%", "does not decode"},
+		{"bare percent hints at %25", "filter=name:like:50%", "is written %25 in a URL"},
 		{"bad escape", "filter=name:eq:%zz", "does not decode"},
 		{"limit zero", "limit=0", "limit must be an integer from 1 to 1000"},
 		{"limit over max", "limit=1001", "limit must be"},

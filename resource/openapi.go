@@ -1023,7 +1023,7 @@ func oaFilterDescription(s *query.Schema) string {
 	b.WriteString("A filter is split on its first two colons only, so `created_at:gte:2026-01-01T10:00:00Z` works. ")
 	b.WriteString("`eq`, `ne`, `gt`, `gte`, `lt`, `lte` compare typed values (`ne` never matches null); ")
 	b.WriteString("`in` takes a comma-separated list of at most " + strconv.Itoa(query.MaxInValues) + " values, where a value that holds a comma is written in double quotes (a quote inside doubled: `\"a, \"\"b\"\"\"`); ")
-	b.WriteString("`like` (case-sensitive) and `ilike` (case-insensitive) match a pattern where `%` is the only wildcard and every other character, `_` and `\\` included, matches itself; ")
+	b.WriteString("`like` (case-sensitive) and `ilike` (case-insensitive) match a pattern where `%` is the only wildcard and every other character, `_` and `\\` included, matches itself (in a URL the `%` is written `%25`: `filter=company_name:ilike:acme%25`); ")
 	b.WriteString("`isnull` takes `true` (is null) or `false` (is not null). ")
 	b.WriteString("A value is at most " + strconv.Itoa(query.MaxValueLength) + " bytes. ")
 	b.WriteString("An unknown field or operator, an operator the field does not allow, or a value that does not parse as the field's type gives 400 `invalid_request` naming the field; `organization_id` and `branch_id` cannot be filtered.\n\n")

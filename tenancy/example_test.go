@@ -64,6 +64,7 @@ func ExampleMiddleware() {
 		{"GET", "/v1/" + branch + "/orders", ""},
 		{"POST", "/v1/" + branch + "/orders", token},
 		{"GET", "/v1/" + org + "/orders", token},
+		{"GET", "/v1/6f0c0000-0000-4000-8000-0000000000ff/orders", token},
 	} {
 		req := httptest.NewRequest(c.method, c.path, nil)
 		if c.token != "" {
@@ -77,5 +78,6 @@ func ExampleMiddleware() {
 	// 200 orders of branch 6f0c0000-0000-4000-8000-0000000000b1
 	// 401 {"error":"unauthorized","error_description":"an Authorization: Bearer token is required"}
 	// 403 {"error":"insufficient_scope","error_description":"the token lacks the scope svc:orders:write"}
+	// 404 {"error":"not_found","error_description":"this resource is kept per branch: give the id of a branch of your organization in the path, not the organization's"}
 	// 404 {"error":"not_found","error_description":"no such organization or branch"}
 }

@@ -237,6 +237,10 @@ func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
 		}
 		return t, nil
 	}
+	if id == c.OrganizationID {
+		// The token's own organization: saying so reveals nothing.
+		return Tenant{}, apierrors.NotFound("this resource is kept per branch: give the id of a branch of your organization in the path, not the organization's")
+	}
 	org, err := o.Branches.Organization(r.Context(), id)
 	switch {
 	case errors.Is(err, ErrNoBranch):

@@ -101,6 +101,8 @@ func TestMiddleware(t *testing.T) {
 		{"branch or null", "GET", "/branch-or-null/" + a1, "Bearer " + code, 204, "", a1},
 		{"unknown branch", "GET", "/branch/0a000000-0000-4000-8000-0000000000ff", "Bearer " + code, 404, "not_found", ""},
 		{"another organization's branch", "GET", "/branch/" + b1, "Bearer " + code, 404, "not_found", ""},
+		{"the token's organization as a branch", "GET", "/branch/" + orgA, "Bearer " + code, 404, "not_found", ""},
+		{"another organization as a branch", "GET", "/branch/" + orgB, "Bearer " + code, 404, "not_found", ""},
 		{"not a UUID", "GET", "/branch/x", "Bearer " + code, 404, "not_found", ""},
 		{"client credentials in its branch", "GET", "/branch/" + a1, "Bearer " + cc, 204, "", a1},
 		{"client credentials outside its branches", "GET", "/branch/" + a2, "Bearer " + cc, 403, "insufficient_scope", ""},
@@ -121,6 +123,12 @@ func TestMiddleware(t *testing.T) {
 			rec := httptest.NewRecorder()
 			mux.ServeHTTP(rec, req)
 			assert.Equal(t, tc.status, rec.Code, rec.Body.String())
+			switch tc.name {
+			case "the token's organization as a branch":
+				assert.Contains(t, rec.Body.String(), "give the id of a branch", "the token's own organization is named for what it is")
+			case "another organization as a branch", "another organization's branch", "unknown branch":
+				assert.Contains(t, rec.Body.String(), "no such organization or branch", "nothing is revealed of other tenants")
+			}
 			if tc.code != "" {
 				assert.Contains(t, rec.Body.String(), `"error":"`+tc.code+`"`)
 				return
