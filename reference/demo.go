@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
+	"net/url"
 	"strings"
 	"time"
 
@@ -23,6 +24,12 @@ const (
 	demoAppName      = "Demo integration"
 	demoNorth        = "North"
 	demoSouth        = "South"
+	// demoRedirectURI is the demo app's redirect URI: a loopback address
+	// where nothing needs to listen, since the user copies the code from
+	// the browser's address bar.
+	demoRedirectURI = "http://127.0.0.1:8976/callback"
+	// demoFlowScope is the scope the printed authorization request asks for.
+	demoFlowScope = "svc:quotations:read"
 )
 
 // demoInfo is what the demo seed prints.
@@ -120,6 +127,7 @@ func registerDemoApp(ctx context.Context, db *sql.DB, tokens *oauth.Server, info
 		Name:           demoAppName,
 		Scopes:         scopes,
 		BranchIDs:      []string{info.northID, info.southID},
+		RedirectURIs:   []string{demoRedirectURI},
 	})
 	if err != nil {
 		return fmt.Errorf("demo: register the demo app: %w", err)
@@ -146,8 +154,38 @@ func printDemoCreated(out io.Writer, info demoInfo, baseURL string) error {
 	fmt.Fprintf(&b, "  client_secret: %s  (shown once; a new one: waybill admin app rotate-secret --client-id %s)\n", info.clientSecret, info.clientID)
 	fmt.Fprintf(&b, "Get a token:\n  %s\n", tokenCurl(baseURL, info.clientID, info.clientSecret))
 	fmt.Fprintf(&b, "List the quotations of the %s branch:\n  %s\n", demoNorth, listCurl(baseURL, info.northID))
+	if info.password != "" || info.userExisted {
+		writeCodeFlow(&b, baseURL, info.clientID, info.clientSecret)
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// writeCodeFlow writes the steps of the authorization-code flow with the
+// demo app: an authorization URL with a fresh PKCE pair, and the command
+// that exchanges the code.
+func writeCodeFlow(b *strings.Builder, baseURL, clientID, secret string) {
+	verifier := oauth.NewSecret() // 43 characters of [A-Za-z0-9-_]: a valid PKCE verifier
+	q := url.Values{
+		"response_type":         {"code"},
+		"client_id":             {clientID},
+		"redirect_uri":          {demoRedirectURI},
+		"scope":                 {demoFlowScope},
+		"state":                 {"demo"},
+		"code_challenge":        {oauth.S256Challenge(verifier)},
+		"code_challenge_method": {"S256"},
+	}
+	fmt.Fprintf(b, "Try the authorization-code flow as the user %s:\n", demoEmail)
+	fmt.Fprintf(b, "  1. Open in a browser, sign in, pick the organization and approve:\n     %s%s?%s\n", baseURL, oauth.PathAuthorize, q.Encode())
+	fmt.Fprintf(b, "  2. The browser goes to %s?code=...&state=demo where nothing listens: copy the code from the address bar.\n", demoRedirectURI)
+	fmt.Fprintf(b, "  3. Within 60 seconds, exchange it for an access token and a refresh token:\n     CODE=<the code>\n     %s\n", exchangeCurl(baseURL, clientID, secret, verifier))
+}
+
+// exchangeCurl returns a curl line that redeems the code in $CODE with the
+// PKCE verifier.
+func exchangeCurl(baseURL, clientID, secret, verifier string) string {
+	return fmt.Sprintf(`curl -s -X POST '%s%s' -u '%s:%s' -d grant_type=authorization_code -d "code=$CODE" -d redirect_uri=%s -d code_verifier=%s`,
+		baseURL, oauth.PathToken, clientID, secret, url.QueryEscape(demoRedirectURI), verifier)
 }
 
 // printDemoSeeded prints what a later start can still tell: the client id,
@@ -164,6 +202,10 @@ func printDemoSeeded(out io.Writer, info demoInfo, baseURL string) error {
 		fmt.Fprintf(&b, "Then get a token:\n  %s\n", tokenCurl(baseURL, info.clientID, "SECRET"))
 	}
 	fmt.Fprintf(&b, "List the quotations of the %s branch:\n  %s\n", demoNorth, listCurl(baseURL, info.northID))
+	if info.clientID != "" {
+		writeCodeFlow(&b, baseURL, info.clientID, "SECRET")
+		fmt.Fprintf(&b, "  The password of %s: waybill admin user set-password --email %s --password NEW\n", demoEmail, demoEmail)
+	}
 	_, err := io.WriteString(out, b.String())
 	return err
 }

@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -188,4 +193,76 @@ func mustBranches(t *testing.T, db *sql.DB, org string) []string {
 	ids, err := newBranches(db).List(t.Context(), org)
 	require.NoError(t, err)
 	return ids
+}
+
+// The authorization-code walkthrough the demo prints works as printed: the
+// authorization URL leads through the sign-in and consent pages to the
+// demo's redirect URI with a code, and the printed exchange command, run by
+// the shell with CODE set, returns an access token and a refresh token.
+func TestSeedDemoCodeFlowAsPrinted(t *testing.T) {
+	t.Parallel()
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		require.Empty(t, os.Getenv("CI"), "the walkthrough runs curl, as a reader would")
+		t.Skip("curl is not installed")
+	}
+	b := backends()[0]
+	s := newDemoServer(t, b)
+	var out bytes.Buffer
+	require.NoError(t, seedDemo(t.Context(), s.db, b.dialect, s.tokens, &out, s.url))
+	printed := out.String()
+	password := passwordLine.FindStringSubmatch(printed)
+	org := orgLine.FindStringSubmatch(printed)
+	authorize := regexp.MustCompile(`(?m)^     (http\S+/auth/v1/oauth/authorize\?\S+)$`).FindStringSubmatch(printed)
+	exchange := regexp.MustCompile(`(?m)^     (curl -s -X POST '\S+/auth/v1/oauth/token' .*)$`).FindStringSubmatch(printed)
+	require.NotNil(t, password, printed)
+	require.NotNil(t, authorize, "the authorization URL:\n%s", printed)
+	require.NotNil(t, exchange, "the exchange command:\n%s", printed)
+	assert.Contains(t, printed, "CODE=<the code>")
+
+	// The browser's part, as lcConsent plays it.
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if strings.HasPrefix(req.URL.String(), demoRedirectURI) {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	page := func(res *http.Response, err error) (*http.Response, string) {
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res, string(b)
+	}
+	res, body := page(browser.Get(authorize[1]))
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	login := lcHidden(body)
+	login.Set("email", demoEmail)
+	login.Set("password", password[1])
+	res, body = page(browser.PostForm(s.url+oauth.PathLogin, login))
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	approve := lcHidden(body)
+	approve.Set("organization_id", org[1])
+	approve.Set("decision", "approve")
+	res, body = page(browser.PostForm(s.url+oauth.PathConsent, approve))
+	require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
+	back, err := url.Parse(res.Header.Get("Location"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(back.String(), demoRedirectURI+"?"), "back at %s", back)
+	assert.Equal(t, "demo", back.Query().Get("state"))
+	code := back.Query().Get("code")
+	require.NotEmpty(t, code)
+
+	// The printed command, as the shell runs it.
+	cmd := exec.CommandContext(t.Context(), "sh", "-c", exchange[1])
+	cmd.Env = append(os.Environ(), "CODE="+code, "PATH="+filepath.Dir(curl)+":"+os.Getenv("PATH"))
+	stdout, err := cmd.Output()
+	require.NoError(t, err, "%s", exchange[1])
+	var tokens map[string]any
+	require.NoError(t, json.Unmarshal(stdout, &tokens), "%s", stdout)
+	assert.NotEmpty(t, tokens["access_token"], "%s", stdout)
+	assert.NotEmpty(t, tokens["refresh_token"], "%s", stdout)
+	assert.Equal(t, "svc:quotations:read", tokens["scope"])
 }
