@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -101,6 +102,10 @@ func openDB(ctx context.Context, rawURL string, maxConns int) (*sql.DB, migrate.
 	var db *sql.DB
 	switch dialect {
 	case migrate.SQLite:
+		path, _, _ := strings.Cut(dsn, "?")
+		if info, err := os.Stat(filepath.Dir(path)); err != nil || !info.IsDir() {
+			return nil, "", fmt.Errorf("database URL %s: the directory %s does not exist; create it first (SQLite creates the file, not its directory)", rawURL, filepath.Dir(path))
+		}
 		if db, err = sql.Open(driver, dsn); err != nil {
 			return nil, "", fmt.Errorf("open database: %w", err)
 		}

@@ -152,9 +152,10 @@ func TestOpenDB(t *testing.T) {
 	})
 	t.Run("sqlite in a missing directory", func(t *testing.T) {
 		t.Parallel()
-		_, _, err := openDB(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "missing", "w.db"), defaultDBMaxConns)
+		dir := filepath.Join(t.TempDir(), "missing")
+		_, _, err := openDB(t.Context(), "sqlite://"+filepath.Join(dir, "w.db"), defaultDBMaxConns)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "open database sqlite://")
+		assert.Contains(t, err.Error(), "the directory "+dir+" does not exist; create it first")
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
@@ -105,7 +107,43 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	if err := checkPurgeInterval(cfg.PurgeInterval); err != nil {
 		return serveConfig{}, fmt.Errorf("serve: %w", err)
 	}
+	if err := checkIssuer(cfg.Issuer); err != nil {
+		return serveConfig{}, fmt.Errorf("serve: %w", err)
+	}
+	for _, secret := range []struct{ flag, value string }{{"--jwt-secret", cfg.JWTSecret}, {"--jwt-previous-secret", cfg.JWTPreviousSecret}} {
+		if secret.value != "" && len(secret.value) < oauth.MinKeyLength {
+			return serveConfig{}, fmt.Errorf("serve: %s must be at least %d bytes, not %d", secret.flag, oauth.MinKeyLength, len(secret.value))
+		}
+	}
+	if cfg.JWTPreviousSecret != "" && cfg.JWTSecret == "" {
+		return serveConfig{}, errors.New("serve: --jwt-previous-secret needs --jwt-secret, the secret that follows it")
+	}
 	return cfg, nil
+}
+
+// checkIssuer checks an --issuer before anything else starts: empty (the
+// address listened on), or an absolute http or https URL with a host and
+// without a trailing slash, query or fragment. It is the iss of every token
+// and the base of the OAuth endpoints, compared as a string by the clients
+// that verify it (RFC 8414 section 3.3).
+func checkIssuer(issuer string) error {
+	if issuer == "" {
+		return nil
+	}
+	u, err := url.Parse(issuer)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--issuer %q is not a URL: %w", issuer, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("--issuer %q must be an absolute http:// or https:// URL, such as https://tms.example.com", issuer)
+	case u.Host == "":
+		return fmt.Errorf("--issuer %q names no host", issuer)
+	case u.RawQuery != "" || u.Fragment != "" || strings.HasSuffix(issuer, "?") || strings.HasSuffix(issuer, "#"):
+		return fmt.Errorf("--issuer %q may have no query or fragment", issuer)
+	case strings.HasSuffix(issuer, "/"):
+		return fmt.Errorf("--issuer %q must not end with /: tokens carry it as it is, and clients compare it as a string (use %q)", issuer, strings.TrimRight(issuer, "/"))
+	}
+	return nil
 }
 
 // runServe is the serve command: it parses its flags and serves until ctx is
