@@ -114,6 +114,7 @@ func TestAppRegistrationAndRotation(t *testing.T) {
 				{"an OAuth access token", valid, ccToken, 403, "invalid_token_type"},
 				{"a member who is no admin", valid, member, 403, "insufficient_scope"},
 				{"another organization", with("organization_id", "0b000000-0000-4000-8000-00000000dead"), admin, 404, "not_found"},
+				{"no organization", with("organization_id", ""), admin, 400, "invalid_request"},
 				{"a branch of no organization of the admin", with("branch_ids", []string{"0b000000-0000-4000-8000-00000000dead"}), admin, 400, "invalid_request"},
 				{"a redirect URI with a fragment", with("redirect_uris", []string{"https://x.test/cb#f"}), admin, 400, "invalid_request"},
 				{"a relative redirect URI", with("redirect_uris", []string{"/cb"}), admin, 400, "invalid_request"},
@@ -196,4 +197,9 @@ func TestMetadata(t *testing.T) {
 	assert.Equal(t, testIssuer+"/auth/v1/oauth/token", r.str("token_endpoint"))
 	assert.Equal(t, testIssuer+"/auth/v1/oauth/authorize", r.str("authorization_endpoint"))
 	assert.Equal(t, []any{"S256"}, r.body["code_challenge_methods_supported"])
+	assert.NotContains(t, r.body, "scopes_supported", "none configured")
+
+	e.srv.ScopesSupported = []string{"svc:orders:read", "svc:orders:write"}
+	r = do(t, req)
+	assert.Equal(t, []any{"svc:orders:read", "svc:orders:write"}, r.body["scopes_supported"])
 }

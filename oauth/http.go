@@ -344,6 +344,10 @@ func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
 		apierrors.Write(w, r, err)
 		return
 	}
+	if body.OrganizationID == "" {
+		apierrors.Write(w, r, apierrors.InvalidRequest("organization_id is required: the organization that registers the app"))
+		return
+	}
 	if err := s.requireAdmin(r, user, body.OrganizationID); err != nil {
 		apierrors.Write(w, r, err)
 		return
@@ -524,7 +528,7 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 // handleMetadata is the RFC 8414 authorization server metadata.
 func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	base := strings.TrimSuffix(s.Issuer, "/")
-	writeJSON(w, http.StatusOK, map[string]any{
+	metadata := map[string]any{
 		"issuer":                                         s.Issuer,
 		"authorization_endpoint":                         base + PathAuthorize,
 		"token_endpoint":                                 base + PathToken,
@@ -538,7 +542,11 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post"},
 		"revocation_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post"},
 		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic", "client_secret_post"},
-	})
+	}
+	if len(s.ScopesSupported) > 0 {
+		metadata["scopes_supported"] = s.ScopesSupported
+	}
+	writeJSON(w, http.StatusOK, metadata)
 }
 
 // decodeJSON reads a JSON object body into v: Content-Type must be

@@ -63,6 +63,10 @@ type Server struct {
 	// SecureCookies marks the session and CSRF cookies Secure. Set it when
 	// the issuer is https.
 	SecureCookies bool
+	// ScopesSupported, when not empty, is listed as scopes_supported in
+	// the authorization server metadata: the scopes of the resource
+	// servers whose tokens this service issues.
+	ScopesSupported []string
 }
 
 func (s *Server) now() time.Time {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/migrate"
 )
 
@@ -120,6 +121,10 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer func() { _ = db.Close() }()
 	out, err := cmd.exec(ctx, db, dialect)
+	if e, ok := apierrors.As(err); ok {
+		// A person reads this: the sentence, not the API's code.
+		return fmt.Errorf("%s: %s", fs.Name(), e.Description)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}

@@ -152,6 +152,13 @@ func TestAdminAppCreateWarnings(t *testing.T) {
 	_, _, err = runWithStderr(t, nil, "admin", "app", "create", "--org", org, "--name", "Sync 3",
 		"--scopes", "svc:orders:read", "--branches", branch, "--all-branches", "--database-url", db)
 	assert.ErrorContains(t, err, "not both")
+
+	// An error of the token service reads as a sentence, not as an API code.
+	_, _, err = runWithStderr(t, nil, "admin", "app", "create", "--org", org, "--name", "Sync 4",
+		"--scopes", "svc:orders:read", "--branches", "01a20a63-0269-72bf-a77e-c15dd0f3a600", "--database-url", db)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "invalid_request")
+	assert.Contains(t, err.Error(), "admin app create: branch \"01a20a63-0269-72bf-a77e-c15dd0f3a600\" is not a branch of the organization")
 }
 
 // A token of an app registered with no branches is told so at a branch.

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,10 +30,11 @@ const pathMetrics = "/metrics"
 // once watchDB is called, those of the database pool (go_sql_*{db_name}:
 // open, in use and idle connections, waits for a free one and their time).
 //
-// Every label is bounded: route is the ServeMux pattern that served the
-// request ("GET /v1/{scopeId}/orders", "/" for the catch-all), never the
-// path, which holds ids; method is one of the standard methods or "OTHER";
-// code is the status code.
+// Every label is bounded: route is the path of the ServeMux pattern that
+// served the request ("/v1/{scopeId}/orders", "/" for the catch-all; the
+// method is a label of its own), never the request's path, which holds ids;
+// method is one of the standard methods or "OTHER"; code is the status
+// code.
 type metrics struct {
 	registry      *prometheus.Registry
 	requests      *prometheus.CounterVec
@@ -113,6 +115,11 @@ func (m *metrics) instrument(mux *http.ServeMux, next http.Handler) http.Handler
 		route := r.Pattern
 		if route == "" {
 			_, route = mux.Handler(r)
+		}
+		// The method is a label of its own: "GET /v1/{scopeId}/orders" is
+		// counted as route "/v1/{scopeId}/orders", method "GET".
+		if _, path, ok := strings.Cut(route, " "); ok {
+			route = path
 		}
 		if route == "" {
 			route = "other" // a redirect to the clean path, say

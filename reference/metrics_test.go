@@ -94,19 +94,19 @@ func TestMetrics(t *testing.T) {
 		route, method, code string
 		want                float64
 	}{
-		{"POST /v1/oauth/token", "POST", "200", 1},
-		{"POST /v1/oauth/token", "POST", "429", 1},
-		{"GET /v1/{scopeId}/vehicles", "GET", "200", 2},
-		{"GET /v1/{scopeId}/vehicles", "GET", "429", 1},
-		{"GET /v1/{scopeId}/vehicles", "GET", "401", 1},
+		{"/v1/oauth/token", "POST", "200", 1},
+		{"/v1/oauth/token", "POST", "429", 1},
+		{"/v1/{scopeId}/vehicles", "GET", "200", 2},
+		{"/v1/{scopeId}/vehicles", "GET", "429", 1},
+		{"/v1/{scopeId}/vehicles", "GET", "401", 1},
 		{"/", "GET", "404", 1},
 		{"/healthz", "OTHER", "405", 1},
 	} {
 		labels := map[string]string{"route": tt.route, "method": tt.method, "code": tt.code}
 		assert.Equal(t, tt.want, metricValue(t, text, "http_requests_total", labels), "%v", labels)
 	}
-	assert.Equal(t, 4.0, metricValue(t, text, "http_request_duration_seconds_count", map[string]string{"route": "GET /v1/{scopeId}/vehicles", "method": "GET"}))
-	assert.Equal(t, 4.0, metricValue(t, text, "http_request_duration_seconds_bucket", map[string]string{"route": "GET /v1/{scopeId}/vehicles", "method": "GET", "le": "+Inf"}))
+	assert.Equal(t, 4.0, metricValue(t, text, "http_request_duration_seconds_count", map[string]string{"route": "/v1/{scopeId}/vehicles", "method": "GET"}))
+	assert.Equal(t, 4.0, metricValue(t, text, "http_request_duration_seconds_bucket", map[string]string{"route": "/v1/{scopeId}/vehicles", "method": "GET", "le": "+Inf"}))
 	for limit, want := range map[string]float64{"rest": 1, "token": 1, "edge": 0} {
 		assert.Equal(t, want, metricValue(t, text, "waybill_ratelimit_rejected_total", map[string]string{"limit": limit}), limit)
 		assert.Equal(t, 0.0, metricValue(t, text, "waybill_ratelimit_errors_total", map[string]string{"limit": limit}), limit)
@@ -115,7 +115,7 @@ func TestMetrics(t *testing.T) {
 	assert.Greater(t, metricValue(t, text, "process_resident_memory_bytes", nil), 0.0)
 
 	// The previous scrape is counted too, under its pattern.
-	assert.Equal(t, 1.0, metricValue(t, scrape(t, base), "http_requests_total", map[string]string{"route": "GET /metrics", "method": "GET", "code": "200"}))
+	assert.Equal(t, 1.0, metricValue(t, scrape(t, base), "http_requests_total", map[string]string{"route": "/metrics", "method": "GET", "code": "200"}))
 
 	// Routes are patterns, never paths: no id, no token, no secret.
 	for _, secret := range []string{a.org, a.clientID, a.secret, token, "Bearer"} {
@@ -155,17 +155,17 @@ func TestMetricsInstrument(t *testing.T) {
 		route, code string
 		want        float64
 	}{
-		{"GET /items/{id}", "202", 2},
-		{"GET /items/{id}", "429", 1},
-		{"GET /plain", "200", 1},
-		{"GET /silent", "200", 1},
-		{"GET /flush", "200", 1},
+		{"/items/{id}", "202", 2},
+		{"/items/{id}", "429", 1},
+		{"/plain", "200", 1},
+		{"/silent", "200", 1},
+		{"/flush", "200", 1},
 		{"other", "404", 1}, // no pattern matched
 	} {
 		labels := map[string]string{"route": tt.route, "method": "GET", "code": tt.code}
 		assert.Equal(t, tt.want, metricValue(t, text, "http_requests_total", labels), "%v", labels)
 	}
-	_, ok := findMetric(text, "http_requests_total", map[string]string{"route": "GET /items/{id}", "method": "GET", "code": "103"})
+	_, ok := findMetric(text, "http_requests_total", map[string]string{"route": "/items/{id}", "method": "GET", "code": "103"})
 	assert.False(t, ok)
 }
 

@@ -96,11 +96,12 @@ func explainSealing(err error) error {
 // newOAuthServer returns the token service of the reference server.
 func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *oauth.KeySet, issuer string) *oauth.Server {
 	return &oauth.Server{
-		Issuer:        issuer,
-		Keys:          keys,
-		Store:         store,
-		Directory:     newDirectory(db),
-		SecureCookies: strings.HasPrefix(issuer, "https://"),
+		Issuer:          issuer,
+		Keys:            keys,
+		Store:           store,
+		Directory:       newDirectory(db),
+		SecureCookies:   strings.HasPrefix(issuer, "https://"),
+		ScopesSupported: knownScopes(),
 	}
 }
 

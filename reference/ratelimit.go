@@ -521,6 +521,11 @@ func addrGroup(host string) string {
 // body (scheme ""). Basic credentials that are not form-urlencoded are
 // none.
 func peekCredentials(r *http.Request) (id, secret, scheme string) {
+	// The body is read first, also when the credentials are in the header:
+	// net/http notices a client that went away only once the body has been
+	// read to its end, and the client's authentication that follows asks
+	// the database, which a request whose client left should not wait for.
+	p := peekParams(r)
 	if user, pass, ok := r.BasicAuth(); ok {
 		id, err1 := url.QueryUnescape(user)
 		secret, err2 := url.QueryUnescape(pass)
@@ -529,7 +534,6 @@ func peekCredentials(r *http.Request) (id, secret, scheme string) {
 		}
 		return id, secret, "Basic"
 	}
-	p := peekParams(r)
 	return p.Get("client_id"), p.Get("client_secret"), ""
 }
 

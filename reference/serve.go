@@ -183,7 +183,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 			logger.Error("close database", "error", err.Error())
 		}
 	}()
-	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", applied,
+	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", len(applied),
 		"max_conns", db.Stats().MaxOpenConnections, "timeout", cfg.DBTimeout.String())
 
 	sealer, err := newSealer(cfg.SecretsKey, cfg.PreviousSecretsKey)
