@@ -11,10 +11,6 @@ import (
 	"github.com/waybillhq/waybill/tenancy"
 )
 
-// timestampLayout is how timestamps are written in JSON: RFC 3339 in UTC
-// with microseconds, the precision both databases keep.
-const timestampLayout = "2006-01-02T15:04:05.000000Z"
-
 // column is what the handlers know of one selected column: its name and
 // the type its values have.
 type column struct {
@@ -119,8 +115,10 @@ func appendJSON(b []byte, v any) []byte {
 	case bool:
 		return strconv.AppendBool(b, v)
 	case time.Time:
+		// RFC 3339 in UTC with microseconds, the precision both databases
+		// keep: the layout SQLite stores them in.
 		b = append(b, '"')
-		b = v.UTC().AppendFormat(b, timestampLayout)
+		b = v.UTC().AppendFormat(b, query.SQLiteTimestampLayout)
 		return append(b, '"')
 	}
 	return append(b, "null"...)
