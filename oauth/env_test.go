@@ -19,6 +19,7 @@ import (
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // directory is the host's user directory for these tests: a plain map
@@ -108,13 +109,13 @@ const (
 
 type backend struct {
 	name    string
-	dialect sqlstore.Dialect
+	dialect query.Dialect
 	open    func(testing.TB) *sql.DB
 }
 
 var backends = []backend{
-	{"postgres", sqlstore.Postgres, testdb.Postgres},
-	{"sqlite", sqlstore.SQLite, testdb.SQLite},
+	{"postgres", query.Postgres, testdb.Postgres},
+	{"sqlite", query.SQLite, testdb.SQLite},
 }
 
 // eachBackend runs f on PostgreSQL and on SQLite, in parallel.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // users is the host application's directory; this example has no users,
@@ -44,7 +45,7 @@ func Example() {
 	}
 	defer db.Close()
 
-	store := sqlstore.New(db, sqlstore.SQLite)
+	store := sqlstore.New(db, query.SQLite)
 	if err := store.Migrate(ctx); err != nil {
 		log.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	apierrors "github.com/waybillhq/waybill/errors"
 )
 
@@ -162,7 +160,7 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) 
 	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
 	c := &Claims{
 		Issuer: s.Issuer, Subject: app.ID, Audience: Audience, Role: Role,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: uuid.NewString(),
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: newID(),
 		OrganizationID: app.OrganizationID, ClientID: app.ClientID, Scopes: scopes,
 		BranchIDs: app.BranchIDs, AppName: app.Name, Grant: GrantClientCredentials,
 	}
@@ -203,7 +201,7 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 	case c.FamilyID == "" && !now.Before(c.ExpiresAt):
 		return nil, apierrors.InvalidGrant("the authorization code has expired")
 	}
-	family := uuid.NewString()
+	family := newID()
 	c, err = s.Store.RedeemCode(ctx, hash, family, now)
 	switch {
 	case errors.Is(err, ErrSpent):
@@ -354,7 +352,7 @@ func (s *Server) SignInUser(ctx context.Context, email, password string) (*Token
 	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
 	c := &Claims{
 		Issuer: s.Issuer, Subject: u.ID, Audience: Audience, Role: Role,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: uuid.NewString(),
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: newID(),
 	}
 	return s.issue(c, ttl, "")
 }
@@ -512,7 +510,7 @@ func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error
 	}
 	secret := NewSecret()
 	app := &App{
-		ID: uuid.NewString(), ClientID: uuid.NewString(), Name: strings.TrimSpace(n.Name),
+		ID: newID(), ClientID: newID(), Name: strings.TrimSpace(n.Name),
 		OrganizationID: n.OrganizationID, Scopes: dedupe(n.Scopes), BranchIDs: dedupe(n.BranchIDs),
 		RedirectURIs: dedupe(n.RedirectURIs), SecretHash: HashSecret(secret), CreatedAt: s.now().UTC(),
 	}

@@ -84,8 +84,13 @@ func describeDecodeError(err error) string {
 // documentation describes them. Any other parameter that the schema does
 // not list in Params is rejected: a filter is never dropped silently. Every error is an
 // invalid_request *apierrors.Error that names the parameter or field and
-// the reason.
+// the reason, but for a schema that does not validate: that fails every
+// Parse with an internal (500) *apierrors.Error that wraps Validate's
+// error.
 func (s *Schema) Parse(values url.Values) (*Query, error) {
+	if err := s.check(); err != nil {
+		return nil, apierrors.Internal(err)
+	}
 	if err := s.checkParams(values); err != nil {
 		return nil, err
 	}

@@ -40,20 +40,20 @@ func TestSchemaValidate(t *testing.T) {
 
 	cases := []struct {
 		name   string
-		schema query.Schema
+		schema *query.Schema
 		want   string
 	}{
-		{"no name", query.Schema{Fields: []query.Field{{Type: query.UUID}}}, "has no name"},
-		{"duplicate", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "id", Type: query.UUID}}}, "declared twice"},
-		{"bad column", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x", Column: "x; DROP TABLE t", Type: query.String}}}, "not a plain identifier"},
-		{"leading digit column", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x", Column: "1x", Type: query.String}}}, "not a plain identifier"},
-		{"bad type", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x"}}}, "unknown type"},
-		{"empty enum", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x", Type: query.Enum}}}, "has no values"},
-		{"op beyond type", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID, Ops: []query.Op{query.Like}}}}, "cannot allow"},
-		{"reserved filterable", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "branch_id", Type: query.UUID, Filterable: true}}, Reserved: []string{"branch_id"}}, "reserved"},
-		{"no tiebreaker", query.Schema{Fields: []query.Field{{Name: "name", Type: query.String}}}, "tiebreaker"},
-		{"default above max", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}}, DefaultLimit: 60, MaxLimit: 10}, "above the max"},
-		{"bad default sort", query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}}, DefaultSort: "nope:desc"}, "default sort"},
+		{"no name", &query.Schema{Fields: []query.Field{{Type: query.UUID}}}, "has no name"},
+		{"duplicate", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "id", Type: query.UUID}}}, "declared twice"},
+		{"bad column", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x", Column: "x; DROP TABLE t", Type: query.String}}}, "not a plain identifier"},
+		{"leading digit column", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x", Column: "1x", Type: query.String}}}, "not a plain identifier"},
+		{"bad type", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x"}}}, "unknown type"},
+		{"empty enum", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "x", Type: query.Enum}}}, "has no values"},
+		{"op beyond type", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID, Ops: []query.Op{query.Like}}}}, "cannot allow"},
+		{"reserved filterable", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}, {Name: "branch_id", Type: query.UUID, Filterable: true}}, Reserved: []string{"branch_id"}}, "reserved"},
+		{"no tiebreaker", &query.Schema{Fields: []query.Field{{Name: "name", Type: query.String}}}, "tiebreaker"},
+		{"default above max", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}}, DefaultLimit: 60, MaxLimit: 10}, "above the max"},
+		{"bad default sort", &query.Schema{Fields: []query.Field{{Name: "id", Type: query.UUID}}, DefaultSort: "nope:desc"}, "default sort"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

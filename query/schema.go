@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"slices"
+	"sync"
 )
 
 // Type is the type of a field. It decides how a filter value is parsed and
@@ -129,8 +130,12 @@ const (
 // numeric fields are the documented defaults, so a Schema literal needs only
 // Fields.
 //
-// Call Validate once when the schema is declared; Parse assumes a valid
-// schema. A Schema is read-only after that and safe for concurrent use.
+// Parse validates the schema the first time it runs, once, and fails with
+// an internal error while the schema is invalid, so a mistake in the
+// declaration never reaches SQL. Call Validate when the schema is declared
+// as well, to catch such a mistake at start-up. A Schema is read-only and
+// safe for concurrent use once declared; it must not be copied after its
+// first Parse.
 type Schema struct {
 	// Fields are the resource's fields.
 	Fields []Field
@@ -153,6 +158,16 @@ type Schema struct {
 	// Params names further query parameters the caller handles itself.
 	// Every other unknown parameter is rejected.
 	Params []string
+
+	validated sync.Once
+	invalid   error // what Validate returned on the first Parse
+}
+
+// check validates s the first time it is called and returns Validate's
+// answer, the same on every call.
+func (s *Schema) check() error {
+	s.validated.Do(func() { s.invalid = s.Validate() })
+	return s.invalid
 }
 
 func (s *Schema) field(name string) *Field {

@@ -48,7 +48,7 @@ func (f *Field) ParseValue(s string) (any, error) { return parseValue(f, s) }
 func parseValue(f *Field, s string) (any, error) {
 	switch f.Type {
 	case UUID:
-		if u, ok := canonicalUUID(s); ok {
+		if u, ok := CanonicalUUID(s); ok {
 			return u, nil
 		}
 		return nil, fmt.Errorf("%s is not a UUID", quote(s))
@@ -111,9 +111,11 @@ func parseBool(s string) (bool, bool) {
 	return false, false
 }
 
-// canonicalUUID accepts the 8-4-4-4-12 hex form in either case and returns
-// it in lower case.
-func canonicalUUID(s string) (string, bool) {
+// CanonicalUUID reports whether s is a UUID in the 8-4-4-4-12 hex form, in
+// either case, and returns it in lower case, the form Waybill stores and
+// compares. Other forms (braces, a urn:uuid: prefix, no hyphens) are
+// refused.
+func CanonicalUUID(s string) (string, bool) {
 	if len(s) != 36 {
 		return "", false
 	}

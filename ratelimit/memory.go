@@ -49,7 +49,7 @@ type MemoryOptions struct {
 
 // Memory is the in-process GCRA limiter: exact, lock-sharded, and without
 // allocation for a key it already holds. Its limits hold within one process;
-// for many replicas use the Redis limiter of package ratelimit/redis.
+// for many replicas use the Redis limiter of package ratelimit/redislimit.
 //
 // A Memory is safe for concurrent use. Create it with NewMemory.
 type Memory struct {

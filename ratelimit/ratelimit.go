@@ -16,7 +16,7 @@
 // # Limiters
 //
 // A [Limiter] decides. [Memory] is the in-process limiter of one replica;
-// the subpackage ratelimit/redis holds the limits across every replica that
+// the subpackage ratelimit/redislimit holds the limits across every replica that
 // shares a Redis; ratelimit/ratelimittest is the conformance suite that both
 // pass and that any other implementation can run.
 //

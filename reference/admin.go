@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query"
 )
 
 // minPasswordLen is the least number of characters of a user's password.
@@ -33,7 +33,7 @@ type adminCmd interface {
 	check() error
 	// exec does the work on a migrated database of the dialect and
 	// returns the object to print.
-	exec(ctx context.Context, db *sql.DB, dialect migrate.Dialect) (any, error)
+	exec(ctx context.Context, db *sql.DB, dialect query.Dialect) (any, error)
 }
 
 // adminCommand is an entry of the table of admin commands.
@@ -250,7 +250,7 @@ func (c *orgCreate) check() error {
 }
 
 // exec inserts the organization and its master data in one transaction.
-func (c *orgCreate) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
+func (c *orgCreate) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
 	id := newID()
 	err := inTx(ctx, db, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO organizations (id, name) VALUES ($1, $2)", id, c.name); err != nil {
@@ -287,7 +287,7 @@ func (c *branchCreate) check() error {
 }
 
 // exec inserts the branch after checking that its organization exists.
-func (c *branchCreate) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
+func (c *branchCreate) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func (c *userCreate) check() error {
 
 // exec inserts the user and their memberships in one transaction, after
 // checking that the email is free and every organization exists.
-func (c *userCreate) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
+func (c *userCreate) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
 	// Friendly checks first, before the costly hash; the constraints of the
 	// tables still decide when another process races this one.
 	if err := requireEmailFree(ctx, db, c.email); err != nil {

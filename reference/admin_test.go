@@ -107,7 +107,7 @@ func TestAdminCommands(t *testing.T) {
 			assert.Equal(t, []string{"Acme Freight", "Empty Org", "Zeta Logistics"}, names, "names are trimmed")
 
 			t.Run("errors", func(t *testing.T) {
-				unknown := uuid.NewString()
+				unknown := newID()
 				tests := []struct {
 					name    string
 					args    []string
@@ -174,7 +174,7 @@ func TestAdminCommands(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, []oauth.Membership{{OrganizationID: zeta, Name: "Zeta Logistics", Admin: false}}, got)
 
-				for _, id := range []string{uuid.NewString(), "not-a-uuid", ""} {
+				for _, id := range []string{newID(), "not-a-uuid", ""} {
 					got, err := d.Memberships(t.Context(), id)
 					require.NoError(t, err)
 					assert.Empty(t, got, id)
@@ -191,7 +191,7 @@ func TestAdminCommands(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, []string{hq}, got)
 
-				for _, id := range []string{empty.ID, uuid.NewString(), "not-a-uuid"} {
+				for _, id := range []string{empty.ID, newID(), "not-a-uuid"} {
 					got, err := d.Branches(t.Context(), id)
 					require.NoError(t, err)
 					assert.NotNil(t, got)

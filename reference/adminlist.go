@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query"
 )
 
 // The list commands of "waybill admin" print one JSON object a line, in a
@@ -23,7 +23,7 @@ func (c *orgList) flags(*flag.FlagSet) {}
 func (c *orgList) check() error        { return nil }
 
 // exec lists every organization.
-func (c *orgList) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
+func (c *orgList) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
 	type org struct {
 		ID   string `json:"id"`
 		Name string `json:"name"`
@@ -56,7 +56,7 @@ func (c *orgFlag) check() error {
 type branchList struct{ orgFlag }
 
 // exec lists the branches of the organization.
-func (c *branchList) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
+func (c *branchList) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (c *branchList) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (a
 type userList struct{ orgFlag }
 
 // exec lists the members of the organization; never their password hashes.
-func (c *userList) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
+func (c *userList) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ type listedApp struct {
 
 // exec lists the apps the organization registered, read through the token
 // service's store.
-func (c *appList) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+func (c *appList) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (c *userSetPassword) check() error {
 // exec stores the hash of the new password. The user's sessions of the
 // consent pages and their tokens are not touched: a new password is no
 // offboarding (see user remove and user delete).
-func (c *userSetPassword) exec(ctx context.Context, db *sql.DB, _ migrate.Dialect) (any, error) {
+func (c *userSetPassword) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
 	hash, err := hashPassword(c.password)
 	if err != nil {
 		return nil, err

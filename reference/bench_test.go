@@ -77,7 +77,7 @@ func loadQuotationsAt(b *testing.B, dbURL string, n int) benchData {
 // their arguments, as the resource handlers build them.
 func (d benchData) statements(b *testing.B) (count string, countArgs []any, page string, pageArgs []any) {
 	b.Helper()
-	api, err := newAPI(d.db, "postgres", nil)
+	api, err := newAPI(d.db, query.Postgres, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func BenchmarkQuotationList(b *testing.B) {
 
 func benchStack(b *testing.B, d benchData, parallel bool) {
 	ctx := context.Background()
-	store := newOAuthStore(d.db, "postgres")
+	store := newOAuthStore(d.db, query.Postgres)
 	key, err := store.SigningKey(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -162,7 +162,7 @@ func benchStack(b *testing.B, d benchData, parallel bool) {
 	const issuer = "https://bench.test"
 	verifier := oauth.NewVerifier(keys, issuer)
 	verifier.Families = store
-	api, err := newAPI(d.db, "postgres", verifier)
+	api, err := newAPI(d.db, query.Postgres, verifier)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,7 +25,7 @@ func TestBranches(t *testing.T) {
 			org, err = br.Organization(t.Context(), f.other)
 			require.NoError(t, err)
 			assert.Equal(t, f.otherOrg, org)
-			for _, id := range []string{uuid.NewString(), f.org, "not-a-uuid", ""} {
+			for _, id := range []string{newID(), f.org, "not-a-uuid", ""} {
 				_, err := br.Organization(t.Context(), id)
 				assert.ErrorIs(t, err, tenancy.ErrNoBranch, id)
 			}

@@ -20,6 +20,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query"
 )
 
 // defaultDatabaseURL is the database of every command when neither
@@ -91,29 +92,29 @@ const (
 // writes never fails with SQLITE_BUSY because another connection of the
 // same process wrote first. Code that holds a transaction must therefore not
 // use the *sql.DB until it ends.
-func openDB(ctx context.Context, rawURL string, maxConns int) (*sql.DB, migrate.Dialect, error) {
+func openDB(ctx context.Context, rawURL string, maxConns int) (*sql.DB, query.Dialect, error) {
 	if maxConns < 1 {
-		return nil, "", fmt.Errorf("the database pool needs at least 1 connection, not %d", maxConns)
+		return nil, 0, fmt.Errorf("the database pool needs at least 1 connection, not %d", maxConns)
 	}
 	driver, dsn, dialect, err := parseDatabaseURL(rawURL)
 	if err != nil {
-		return nil, "", err
+		return nil, 0, err
 	}
 	var db *sql.DB
 	switch dialect {
-	case migrate.SQLite:
+	case query.SQLite:
 		path, _, _ := strings.Cut(dsn, "?")
 		if info, err := os.Stat(filepath.Dir(path)); err != nil || !info.IsDir() {
-			return nil, "", fmt.Errorf("database URL %s: the directory %s does not exist; create it first (SQLite creates the file, not its directory)", rawURL, filepath.Dir(path))
+			return nil, 0, fmt.Errorf("database URL %s: the directory %s does not exist; create it first (SQLite creates the file, not its directory)", rawURL, filepath.Dir(path))
 		}
 		if db, err = sql.Open(driver, dsn); err != nil {
-			return nil, "", fmt.Errorf("open database: %w", err)
+			return nil, 0, fmt.Errorf("open database: %w", err)
 		}
 		db.SetMaxOpenConns(1)
 	default:
 		config, err := pgx.ParseConfig(dsn)
 		if err != nil {
-			return nil, "", fmt.Errorf("database URL %s: %w", redactURL(rawURL), err)
+			return nil, 0, fmt.Errorf("database URL %s: %w", redactURL(rawURL), err)
 		}
 		config.BuildContextWatcherHandler = cancelQuery
 		db = stdlib.OpenDB(*config)
@@ -126,7 +127,7 @@ func openDB(ctx context.Context, rawURL string, maxConns int) (*sql.DB, migrate.
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
-		return nil, "", fmt.Errorf("open database %s: %w", redactURL(rawURL), err)
+		return nil, 0, fmt.Errorf("open database %s: %w", redactURL(rawURL), err)
 	}
 	return db, dialect, nil
 }
@@ -149,18 +150,18 @@ func cancelQuery(conn *pgconn.PgConn) ctxwatch.Handler {
 
 // parseDatabaseURL returns the database/sql driver, the DSN and the dialect
 // of a database URL (see openDB).
-func parseDatabaseURL(rawURL string) (driver, dsn string, dialect migrate.Dialect, err error) {
+func parseDatabaseURL(rawURL string) (driver, dsn string, dialect query.Dialect, err error) {
 	switch {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
-		return "pgx", rawURL, migrate.Postgres, nil
+		return "pgx", rawURL, query.Postgres, nil
 	case strings.HasPrefix(rawURL, "sqlite://"):
 		path, err := sqlitePath(rawURL)
 		if err != nil {
-			return "", "", "", err
+			return "", "", 0, err
 		}
-		return "sqlite", path + "?" + sqlitePragmas, migrate.SQLite, nil
+		return "sqlite", path + "?" + sqlitePragmas, query.SQLite, nil
 	default:
-		return "", "", "", errors.New("database URL must start with postgres://, postgresql:// or sqlite://")
+		return "", "", 0, errors.New("database URL must start with postgres://, postgresql:// or sqlite://")
 	}
 }
 
@@ -194,8 +195,8 @@ func redactURL(rawURL string) string {
 
 // migrateDB applies the reference server's migrations that db has not seen
 // yet and returns their versions.
-func migrateDB(ctx context.Context, db *sql.DB, dialect migrate.Dialect) ([]int, error) {
-	applied, err := migrate.Apply(ctx, db, dialect, migrations, "migrations/"+string(dialect), migrationsTable)
+func migrateDB(ctx context.Context, db *sql.DB, dialect query.Dialect) ([]int, error) {
+	applied, err := migrate.Apply(ctx, db, dialect, migrations, "migrations/"+dialect.String(), migrationsTable)
 	if err != nil {
 		return applied, err
 	}
@@ -206,15 +207,15 @@ func migrateDB(ctx context.Context, db *sql.DB, dialect migrate.Dialect) ([]int,
 // most maxConns connections (see openDB), and migrates it, as every command
 // that opens a database does first. It returns the database, its dialect
 // and the versions it applied.
-func openAndMigrate(ctx context.Context, rawURL string, maxConns int) (*sql.DB, migrate.Dialect, []int, error) {
+func openAndMigrate(ctx context.Context, rawURL string, maxConns int) (*sql.DB, query.Dialect, []int, error) {
 	db, dialect, err := openDB(ctx, rawURL, maxConns)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, 0, nil, err
 	}
 	applied, err := migrateDB(ctx, db, dialect)
 	if err != nil {
 		_ = db.Close()
-		return nil, "", nil, err
+		return nil, 0, nil, err
 	}
 	return db, dialect, applied, nil
 }

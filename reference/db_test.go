@@ -11,15 +11,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // backend is a database the command tests run on.
 type backend struct {
 	name    string
-	dialect migrate.Dialect
+	dialect query.Dialect
 	// url returns the URL of a new, empty database of the test.
 	url func(t *testing.T) string
 }
@@ -27,8 +27,8 @@ type backend struct {
 // backends returns a SQLite file and a PostgreSQL schema.
 func backends() []backend {
 	return []backend{
-		{"sqlite", migrate.SQLite, func(t *testing.T) string { return "sqlite://" + testdb.SQLitePath(t) }},
-		{"postgres", migrate.Postgres, func(t *testing.T) string { return testdb.PostgresURL(t) }},
+		{"sqlite", query.SQLite, func(t *testing.T) string { return "sqlite://" + testdb.SQLitePath(t) }},
+		{"postgres", query.Postgres, func(t *testing.T) string { return testdb.PostgresURL(t) }},
 	}
 }
 
@@ -40,15 +40,15 @@ func TestParseDatabaseURL(t *testing.T) {
 		url         string
 		wantDriver  string
 		wantDSN     string
-		wantDialect migrate.Dialect
+		wantDialect query.Dialect
 		wantErr     string
 	}{
-		{url: "postgres://u:p@db:5432/waybill?sslmode=disable", wantDriver: "pgx", wantDSN: "postgres://u:p@db:5432/waybill?sslmode=disable", wantDialect: migrate.Postgres},
-		{url: "postgresql://db/waybill", wantDriver: "pgx", wantDSN: "postgresql://db/waybill", wantDialect: migrate.Postgres},
-		{url: "sqlite://waybill.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "waybill.db") + "?" + sqlitePragmas, wantDialect: migrate.SQLite},
-		{url: "sqlite://data/w.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "data/w.db") + "?" + sqlitePragmas, wantDialect: migrate.SQLite},
-		{url: "sqlite://./w.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "w.db") + "?" + sqlitePragmas, wantDialect: migrate.SQLite},
-		{url: "sqlite:///var/lib/waybill.db", wantDriver: "sqlite", wantDSN: "/var/lib/waybill.db?" + sqlitePragmas, wantDialect: migrate.SQLite},
+		{url: "postgres://u:p@db:5432/waybill?sslmode=disable", wantDriver: "pgx", wantDSN: "postgres://u:p@db:5432/waybill?sslmode=disable", wantDialect: query.Postgres},
+		{url: "postgresql://db/waybill", wantDriver: "pgx", wantDSN: "postgresql://db/waybill", wantDialect: query.Postgres},
+		{url: "sqlite://waybill.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "waybill.db") + "?" + sqlitePragmas, wantDialect: query.SQLite},
+		{url: "sqlite://data/w.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "data/w.db") + "?" + sqlitePragmas, wantDialect: query.SQLite},
+		{url: "sqlite://./w.db", wantDriver: "sqlite", wantDSN: filepath.Join(wd, "w.db") + "?" + sqlitePragmas, wantDialect: query.SQLite},
+		{url: "sqlite:///var/lib/waybill.db", wantDriver: "sqlite", wantDSN: "/var/lib/waybill.db?" + sqlitePragmas, wantDialect: query.SQLite},
 		{url: "sqlite://", wantErr: "sqlite:// names no file"},
 		{url: "sqlite://w.db?mode=ro", wantErr: "may not hold ? or #"},
 		{url: "mysql://db/waybill", wantErr: "database URL must start with postgres://, postgresql:// or sqlite://"},
@@ -137,7 +137,7 @@ func TestOpenDB(t *testing.T) {
 
 			var createdAt string
 			require.NoError(t, db.QueryRowContext(ctx, "SELECT CAST(created_at AS text) FROM organizations WHERE id = $1", org).Scan(&createdAt))
-			if dialect == migrate.SQLite {
+			if dialect == query.SQLite {
 				assert.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`, createdAt, "query.SQLiteTimestampLayout")
 			}
 		})

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/query"
 )
@@ -52,7 +51,7 @@ type demoInfo struct {
 // shown, it prints the client id and how to rotate the secret. A row of
 // demo_seed marks the database as seeded, so that replicas starting
 // together seed it once.
-func seedDemo(ctx context.Context, db *sql.DB, dialect migrate.Dialect, tokens *oauth.Server, out io.Writer, baseURL string) error {
+func seedDemo(ctx context.Context, db *sql.DB, dialect query.Dialect, tokens *oauth.Server, out io.Writer, baseURL string) error {
 	info, seeded, err := loadDemo(ctx, db)
 	if err != nil {
 		return err
@@ -63,7 +62,7 @@ func seedDemo(ctx context.Context, db *sql.DB, dialect migrate.Dialect, tokens *
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		g := newDemoGenerator(queryDialect(dialect), time.Now())
+		g := newDemoGenerator(dialect, time.Now())
 		err = inTx(ctx, db, func(tx *sql.Tx) error { return g.seed(ctx, tx, &info, hash) })
 		if errors.Is(err, errDemoSeeded) {
 			// Another process seeded the database meanwhile.
@@ -222,14 +221,6 @@ func tokenCurl(baseURL, clientID, secret string) string {
 // branch with $TOKEN.
 func listCurl(baseURL, branchID string) string {
 	return fmt.Sprintf(`curl -s '%s/v1/%s/quotations?limit=5&sort=quotation_date:desc' -H "Authorization: Bearer $TOKEN"`, baseURL, branchID)
-}
-
-// queryDialect returns the query dialect of a migrate dialect.
-func queryDialect(d migrate.Dialect) query.Dialect {
-	if d == migrate.Postgres {
-		return query.Postgres
-	}
-	return query.SQLite
 }
 
 // demoGenerator writes the demo records. Its randomness is seeded, so every

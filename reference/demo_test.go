@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // demoServer is a token service on a migrated database of the backend,
@@ -176,14 +176,14 @@ func TestSeedDemoResumes(t *testing.T) {
 	}))
 
 	var out bytes.Buffer
-	require.NoError(t, seedDemo(ctx, s.db, migrate.SQLite, s.tokens, &out, s.url))
+	require.NoError(t, seedDemo(ctx, s.db, query.SQLite, s.tokens, &out, s.url))
 	assert.Contains(t, out.String(), "demo@waybill.test  (existed already; its password is unchanged)")
 	assert.NotRegexp(t, passwordLine, out.String())
 
 	// As if the start had stopped before the app was registered.
 	mustExec(t, s.db, "UPDATE demo_seed SET client_id = NULL")
 	out.Reset()
-	require.NoError(t, seedDemo(ctx, s.db, migrate.SQLite, s.tokens, &out, s.url))
+	require.NoError(t, seedDemo(ctx, s.db, query.SQLite, s.tokens, &out, s.url))
 	assert.Regexp(t, clientSecretLine, out.String(), "the app is registered now, and its secret shown")
 	assert.Equal(t, 1, count(t, s.db, "SELECT count(*) FROM organizations WHERE name = $1", demoOrganization))
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -31,10 +31,10 @@ type isoTenant struct {
 
 // seedTenant writes an organization with two branches and demo records of
 // every resource, as the demo seed does, without its marker or user.
-func seedTenant(t *testing.T, db *sql.DB, d migrate.Dialect, name string, seed uint64) isoTenant {
+func seedTenant(t *testing.T, db *sql.DB, d query.Dialect, name string, seed uint64) isoTenant {
 	t.Helper()
 	ctx := context.Background()
-	g := newDemoGenerator(queryDialect(d), time.Now().UTC())
+	g := newDemoGenerator(d, time.Now().UTC())
 	g.rnd = rand.New(rand.NewPCG(seed, seed))
 	tx, err := db.BeginTx(ctx, nil)
 	require.NoError(t, err)

@@ -11,15 +11,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
 // createNumbered runs the create hook of numbered in a transaction of its
 // own, stores a quotation with the number, and returns the number.
-func createNumbered(t *testing.T, db *sql.DB, d migrate.Dialect, hooks resource.Hooks, tenant tenancy.Tenant, account string) (string, error) {
-	w := &resource.Write{Tenant: tenant, Changes: resource.Record{}, Dialect: queryDialect(d)}
+func createNumbered(t *testing.T, db *sql.DB, d query.Dialect, hooks resource.Hooks, tenant tenancy.Tenant, account string) (string, error) {
+	w := &resource.Write{Tenant: tenant, Changes: resource.Record{}, Dialect: d}
 	err := inTx(t.Context(), db, func(tx *sql.Tx) error {
 		if err := hooks.BeforeCreate(t.Context(), tx, w); err != nil {
 			return err
@@ -104,7 +104,7 @@ func TestNumberedConcurrently(t *testing.T) {
 	t.Parallel()
 	const perBranch = 20
 	b := backends()[1]
-	require.Equal(t, migrate.Postgres, b.dialect)
+	require.Equal(t, query.Postgres, b.dialect)
 	db := openTestDB(t, b)
 	f := newTenantFixture(t, db)
 	tenants := []tenancy.Tenant{{OrganizationID: f.org, BranchID: f.north}, {OrganizationID: f.org, BranchID: f.south}}

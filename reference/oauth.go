@@ -9,18 +9,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // newOAuthStore returns the token service's store on the reference
 // database; its tables live beside the reference server's own.
-func newOAuthStore(db *sql.DB, d migrate.Dialect) *sqlstore.Store {
-	if d == migrate.Postgres {
-		return sqlstore.New(db, sqlstore.Postgres)
-	}
-	return sqlstore.New(db, sqlstore.SQLite)
+func newOAuthStore(db *sql.DB, d query.Dialect) *sqlstore.Store {
+	return sqlstore.New(db, d)
 }
 
 // signingKeys returns the keys that sign and verify tokens. With
@@ -179,7 +176,7 @@ func knownScopes() []string {
 }
 
 // exec registers the app and prints its client secret, this once.
-func (c *appCreate) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+func (c *appCreate) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
@@ -237,7 +234,7 @@ func (c *appRotateSecret) check() error {
 // exec gives the app a new secret; the old one stops working at once. With
 // --revoke-tokens it revokes the app's tokens too. It prints the
 // oauth.SecretRotation.
-func (c *appRotateSecret) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+func (c *appRotateSecret) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")
 	rotation, err := srv.RotateAppSecret(ctx, c.clientID, c.revokeTokens)
 	if err != nil {
@@ -282,7 +279,7 @@ type reencrypted struct {
 // exec encrypts every stored key that the current secrets key does not
 // encrypt yet (under the previous one, or in plain text) with the current
 // one.
-func (c *keysReencrypt) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+func (c *keysReencrypt) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	n, err := newOAuthStore(db, d).WithSealer(c.sealer).ReencryptKeys(ctx)
 	if err != nil {
 		return nil, explainSealing(err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query"
 )
 
 // Offboarding: the admin commands that end a user's access. Each ends the
@@ -61,7 +61,7 @@ func (c *userRemove) check() error {
 // there is an error; one who is not a member any more but still has
 // families (the membership ended some other way, or a first run was
 // interrupted) has them revoked.
-func (c *userRemove) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+func (c *userRemove) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (c *userDelete) check() error {
 // exec deletes the user and their memberships in one transaction, then
 // revokes the user's families in every organization. An unknown user with
 // no family to revoke is an error.
-func (c *userDelete) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+func (c *userDelete) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	orgs := []string{}
 	var deleted int64
 	err := inTx(ctx, db, func(tx *sql.Tx) error {

@@ -10,8 +10,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // The purge of the token service's expired state (oauth.Server.Purge): serve
@@ -116,7 +116,7 @@ func (c *purgeCmd) check() error {
 
 // exec purges once and returns the counts of what it deleted
 // (oauth.PurgeResult).
-func (c *purgeCmd) exec(ctx context.Context, db *sql.DB, d migrate.Dialect) (any, error) {
+func (c *purgeCmd) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")
 	srv.RefreshMaxAge = c.refreshMaxAge
 	res, err := srv.Purge(ctx, 0)

@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // The purge of the token service's expired state and the limit of the
@@ -31,7 +31,7 @@ const puDay = 24 * time.Hour
 // puDB is a connection to the database of a world, to age its rows.
 type puDB struct {
 	db      *sql.DB
-	dialect migrate.Dialect
+	dialect query.Dialect
 }
 
 // puOpen opens the database of w.
@@ -46,11 +46,7 @@ func puOpen(t *testing.T, w lcWorld) puDB {
 // time returns ts as the store keeps it: a timestamp on PostgreSQL, UTC
 // text on SQLite.
 func (p puDB) time(ts time.Time) any {
-	ts = ts.UTC().Truncate(time.Microsecond)
-	if p.dialect == migrate.SQLite {
-		return ts.Format("2006-01-02T15:04:05.000000Z")
-	}
-	return ts
+	return p.dialect.Timestamp(ts.Truncate(time.Microsecond))
 }
 
 // exec runs a statement that must change at least one row.

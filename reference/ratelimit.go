@@ -25,7 +25,7 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/ratelimit"
-	redislimit "github.com/waybillhq/waybill/ratelimit/redis"
+	"github.com/waybillhq/waybill/ratelimit/redislimit"
 	"github.com/waybillhq/waybill/tenancy"
 )
 

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -243,11 +242,11 @@ func mustExec(t *testing.T, db *sql.DB, stmt string, args ...any) {
 // dialect wants them. It returns the new id.
 func insertRow(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, d migrate.Dialect, table string, tenant tenancy.Tenant, branchColumn bool, rec resource.Record) (string, error) {
+}, d query.Dialect, table string, tenant tenancy.Tenant, branchColumn bool, rec resource.Record) (string, error) {
 	id := newID()
 	now := time.Now()
 	cols := []string{"id", "organization_id", "created_at", "updated_at"}
-	args := []any{id, tenant.OrganizationID, queryDialect(d).Timestamp(now), queryDialect(d).Timestamp(now)}
+	args := []any{id, tenant.OrganizationID, d.Timestamp(now), d.Timestamp(now)}
 	if branchColumn {
 		cols = append(cols, "branch_id")
 		var branch any
@@ -259,7 +258,7 @@ func insertRow(ctx context.Context, q interface {
 	for _, k := range slices.Sorted(maps.Keys(rec)) {
 		v := rec[k]
 		if tm, ok := v.(time.Time); ok {
-			v = queryDialect(d).Timestamp(tm)
+			v = d.Timestamp(tm)
 		}
 		cols = append(cols, k)
 		args = append(args, v)
@@ -337,7 +336,7 @@ func TestTenantForeignKeys(t *testing.T) {
 	}
 }
 
-func newAccount(t *testing.T, db *sql.DB, d migrate.Dialect, tenant tenancy.Tenant) string {
+func newAccount(t *testing.T, db *sql.DB, d query.Dialect, tenant tenancy.Tenant) string {
 	t.Helper()
 	id, err := insertRow(t.Context(), db, d, "accounts", tenant, true, resource.Record{"company_name": "Account " + tenant.BranchID[:8]})
 	require.NoError(t, err)
@@ -404,7 +403,7 @@ func TestResourcesCreate(t *testing.T) {
 				if r.ScopeType == tenancy.Organization {
 					tenant.BranchID = ""
 				}
-				w := &resource.Write{Resource: r, Tenant: tenant, Changes: tc.body(), Dialect: queryDialect(b.dialect)}
+				w := &resource.Write{Resource: r, Tenant: tenant, Changes: tc.body(), Dialect: b.dialect}
 				err := inTx(t.Context(), db, func(tx *sql.Tx) error {
 					if err := r.Hooks.BeforeCreate(t.Context(), tx, w); err != nil {
 						return err

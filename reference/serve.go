@@ -183,7 +183,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 			logger.Error("close database", "error", err.Error())
 		}
 	}()
-	logger.Info("database ready", "dialect", string(dialect), "url", redactURL(cfg.DatabaseURL), "migrations_applied", len(applied),
+	logger.Info("database ready", "dialect", dialect.String(), "url", redactURL(cfg.DatabaseURL), "migrations_applied", len(applied),
 		"max_conns", db.Stats().MaxOpenConnections, "timeout", cfg.DBTimeout.String())
 
 	sealer, err := newSealer(cfg.SecretsKey, cfg.PreviousSecretsKey)
@@ -216,7 +216,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: %w", err)
 	}
 	metrics := newMetrics()
-	metrics.watchDB(db, string(dialect))
+	metrics.watchDB(db, dialect.String())
 	limits, err := newRateLimits(ctx, cfg.Limits, metrics, logger)
 	if err != nil {
 		_ = ln.Close()

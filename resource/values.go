@@ -11,10 +11,6 @@ import (
 	"github.com/waybillhq/waybill/tenancy"
 )
 
-// timestampLayout is how timestamps are written in JSON: RFC 3339 in UTC
-// with microseconds, the precision both databases keep.
-const timestampLayout = "2006-01-02T15:04:05.000000Z"
-
 // column is what the handlers know of one selected column: its name and
 // the type its values have.
 type column struct {
@@ -105,7 +101,11 @@ func bind(d query.Dialect, t query.Type, v any) any {
 	return v
 }
 
-// appendJSON appends v, a Record value of type t, as JSON.
+// appendJSON appends v, a Record value, as JSON: byte for byte what
+// encoding/json writes (a timestamp as its text in
+// query.SQLiteTimestampLayout), which FuzzAppendJSON checks, but about three
+// times faster and without allocating (BenchmarkAppendJSON), for every value
+// of every record a list answers.
 func appendJSON(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
@@ -119,8 +119,10 @@ func appendJSON(b []byte, v any) []byte {
 	case bool:
 		return strconv.AppendBool(b, v)
 	case time.Time:
+		// RFC 3339 in UTC with microseconds, the precision both databases
+		// keep: the layout SQLite stores them in.
 		b = append(b, '"')
-		b = v.UTC().AppendFormat(b, timestampLayout)
+		b = v.UTC().AppendFormat(b, query.SQLiteTimestampLayout)
 		return append(b, '"')
 	}
 	return append(b, "null"...)
@@ -136,7 +138,15 @@ func appendFloat(b []byte, f float64) []byte {
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		format = 'e'
 	}
-	return strconv.AppendFloat(b, f, format, -1, 64)
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 becomes 1e-7, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 const hexDigits = "0123456789abcdef"
@@ -164,6 +174,10 @@ func appendString(b []byte, s string) []byte {
 				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}

@@ -41,6 +41,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // ScopeType says what the {scopeId} path segment of a resource names.
@@ -226,7 +227,7 @@ func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
 			return Tenant{}, apierrors.InsufficientScope(need, "the token lacks the scope %s", need)
 		}
 	}
-	id, ok := canonicalUUID(scopeID)
+	id, ok := query.CanonicalUUID(scopeID)
 	if !ok {
 		return Tenant{}, notFound()
 	}
@@ -260,25 +261,4 @@ func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
 
 func notFound() error {
 	return apierrors.NotFound("no such organization or branch")
-}
-
-// canonicalUUID accepts the 8-4-4-4-12 hex form in either case and returns
-// it in lower case.
-func canonicalUUID(s string) (string, bool) {
-	if len(s) != 36 {
-		return "", false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return "", false
-			}
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
-		default:
-			return "", false
-		}
-	}
-	return strings.ToLower(s), true
 }

@@ -30,7 +30,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"errors"
 	"flag"
@@ -41,6 +40,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
@@ -156,13 +157,13 @@ func newVerifier(keys *oauth.KeySet, issuer string, families oauth.FamilyChecker
 // only), as the FamilyChecker of newVerifier, and checks that it holds the
 // token service's tables. The returned function closes it.
 func openFamilies(ctx context.Context, dbURL string) (oauth.FamilyChecker, func(), error) {
-	driver, dsn, dialect := "pgx", dbURL, sqlstore.Postgres
+	driver, dsn, dialect := "pgx", dbURL, query.Postgres
 	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
 		path, ok := strings.CutPrefix(dbURL, "sqlite://")
 		if !ok || path == "" {
 			return nil, nil, errors.New("-waybill-db: want the token service's --database-url, postgres://... or sqlite://PATH")
 		}
-		driver, dsn, dialect = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)", sqlstore.SQLite
+		driver, dsn, dialect = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)", query.SQLite
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
@@ -193,7 +194,7 @@ func devToken(keys *oauth.KeySet, issuer string) (string, error) {
 	now := time.Now()
 	return keys.Sign(&oauth.Claims{
 		Issuer: issuer, Subject: "dev-app", Audience: oauth.Audience, Role: oauth.Role,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: rand.Text(),
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: uuid.Must(uuid.NewV7()).String(),
 		OrganizationID: devOrganization, ClientID: "dev-client", AppName: "customresource -print-token",
 		Scopes: []string{r.ReadScope(), r.WriteScope()}, BranchIDs: []string{devBranch},
 	})

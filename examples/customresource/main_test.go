@@ -17,6 +17,7 @@ import (
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 const (
@@ -68,9 +69,9 @@ const devUser = "5eed0000-0000-4000-8000-00000000a5e1"
 // started with the same --jwt-secret does.
 func newTokenService(t *testing.T, waybillURL string, keys *oauth.KeySet) *oauth.Server {
 	t.Helper()
-	driver, dsn, dialect := "pgx", waybillURL, sqlstore.Postgres
+	driver, dsn, dialect := "pgx", waybillURL, query.Postgres
 	if path, ok := strings.CutPrefix(waybillURL, "sqlite://"); ok {
-		driver, dsn, dialect = "sqlite", path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)", sqlstore.SQLite
+		driver, dsn, dialect = "sqlite", path+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)", query.SQLite
 	}
 	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)

@@ -37,6 +37,7 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 func main() {
@@ -164,13 +165,13 @@ func newVerifier(keys *oauth.KeySet, issuer string, families oauth.FamilyChecker
 // only), as the FamilyChecker of newVerifier, and checks that it holds the
 // token service's tables. The returned function closes it.
 func openFamilies(ctx context.Context, dbURL string) (oauth.FamilyChecker, func(), error) {
-	driver, dsn, dialect := "pgx", dbURL, sqlstore.Postgres
+	driver, dsn, dialect := "pgx", dbURL, query.Postgres
 	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
 		path, ok := strings.CutPrefix(dbURL, "sqlite://")
 		if !ok || path == "" {
 			return nil, nil, errors.New("-waybill-db: want the token service's --database-url, postgres://... or sqlite://PATH")
 		}
-		driver, dsn, dialect = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)", sqlstore.SQLite
+		driver, dsn, dialect = "sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)", query.SQLite
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {

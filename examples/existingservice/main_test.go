@@ -21,6 +21,7 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // Organization A with branches A1 and A2, organization B with branch B1.
@@ -93,7 +94,7 @@ func newTokenService(t *testing.T, dir oauth.Directory) *tokenService {
 	db, err := sql.Open("sqlite", dbPath+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	store := sqlstore.New(db, sqlstore.SQLite)
+	store := sqlstore.New(db, query.SQLite)
 	require.NoError(t, store.Migrate(ctx))
 	keys, err := keySet(secret)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query"
 )
 
 // An application embeds one directory of migrations per dialect (with
@@ -34,7 +35,7 @@ func ExampleApply() {
 
 	ctx := context.Background()
 	for range 2 {
-		applied, err := migrate.Apply(ctx, db, migrate.SQLite, migrations, "migrations/sqlite", "app_migrations")
+		applied, err := migrate.Apply(ctx, db, query.SQLite, migrations, "migrations/sqlite", "app_migrations")
 		if err != nil {
 			panic(err)
 		}

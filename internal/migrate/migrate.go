@@ -10,7 +10,7 @@
 //	//go:embed migrations
 //	var migrations embed.FS
 //
-//	applied, err := migrate.Apply(ctx, db, migrate.Postgres, migrations, "migrations/postgres", "schema_migrations")
+//	applied, err := migrate.Apply(ctx, db, query.Postgres, migrations, "migrations/postgres", "schema_migrations")
 //
 // Apply records every version it applies in a table of the caller's choice,
 // so that several packages (the reference server, an OAuth store) can keep
@@ -41,26 +41,9 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/waybillhq/waybill/query"
 )
-
-// Dialect names the SQL dialect of a database.
-type Dialect string
-
-// The dialects Apply knows.
-const (
-	// Postgres is PostgreSQL, through any database/sql driver that runs
-	// several statements in one Exec without arguments (pgx v5 does).
-	Postgres Dialect = "postgres"
-	// SQLite is SQLite, through a database/sql driver that runs several
-	// statements in one Exec (modernc.org/sqlite does). Open the database
-	// with a busy timeout (busy_timeout(5000), say) so that concurrent
-	// callers wait for each other instead of failing with SQLITE_BUSY.
-	SQLite Dialect = "sqlite"
-)
-
-// appliedAtLayout is the layout of the applied_at column: UTC, fixed width,
-// microseconds, the layout in which Waybill keeps timestamps in SQLite.
-const appliedAtLayout = "2006-01-02T15:04:05.000000Z"
 
 var (
 	// fileName matches a migration's file name and captures its version.
@@ -93,13 +76,20 @@ type migration struct {
 // so an older binary can start on a database that a newer one migrated. A
 // version missing between recorded ones is applied like any other.
 //
+// d is query.Postgres or query.SQLite. On PostgreSQL the database/sql
+// driver must run several statements in one Exec without arguments (pgx v5
+// does); on SQLite too (modernc.org/sqlite does), and the database should
+// be opened with a busy timeout (busy_timeout(5000), say) so that
+// concurrent callers wait for each other instead of failing with
+// SQLITE_BUSY.
+//
 // Apply returns the versions it applied, in order: nil when the database was
 // up to date. When a migration fails, its transaction is rolled back (it is
 // neither applied nor recorded), Apply stops and returns the versions it
 // applied before it with an error naming the file.
-func Apply(ctx context.Context, db *sql.DB, d Dialect, fsys fs.FS, dir, table string) ([]int, error) {
-	if d != Postgres && d != SQLite {
-		return nil, fmt.Errorf("migrate: unknown dialect %q", d)
+func Apply(ctx context.Context, db *sql.DB, d query.Dialect, fsys fs.FS, dir, table string) ([]int, error) {
+	if d != query.Postgres && d != query.SQLite {
+		return nil, fmt.Errorf("migrate: unknown dialect %v", d)
 	}
 	if !tableName.MatchString(table) {
 		return nil, fmt.Errorf("migrate: invalid table name %q: want lower-case letters, digits and underscores", table)
@@ -110,7 +100,7 @@ func Apply(ctx context.Context, db *sql.DB, d Dialect, fsys fs.FS, dir, table st
 	}
 	r := &runner{dialect: d, table: table, lockKey: lockKey(table)}
 	switch d {
-	case Postgres:
+	case query.Postgres:
 		return r.applyPostgres(ctx, db, migrations)
 	default:
 		return r.applySQLite(ctx, db, migrations)
@@ -159,7 +149,7 @@ func lockKey(table string) int64 {
 
 // runner holds what every step of one Apply needs.
 type runner struct {
-	dialect Dialect
+	dialect query.Dialect
 	table   string
 	lockKey int64
 }
@@ -335,7 +325,7 @@ func (r *runner) applyOne(ctx context.Context, e execer, m migration) (bool, err
 	if _, err := e.ExecContext(ctx, m.sql); err != nil {
 		return false, fmt.Errorf("migrate: %s: %w", m.name, err)
 	}
-	now := time.Now().UTC().Format(appliedAtLayout)
+	now := time.Now().UTC().Format(query.SQLiteTimestampLayout)
 	insert := "INSERT INTO " + r.table + " (version, name, applied_at) VALUES (" + r.param(1) + ", " + r.param(2) + ", " + r.param(3) + ")"
 	_, err = e.ExecContext(ctx, insert, m.version, m.name, now)
 	if err != nil {
@@ -347,7 +337,7 @@ func (r *runner) applyOne(ctx context.Context, e execer, m migration) (bool, err
 // param returns the placeholder of the i-th argument (from 1) of a
 // statement in the runner's dialect: $i on PostgreSQL, ? on SQLite.
 func (r *runner) param(i int) string {
-	if r.dialect == Postgres {
+	if r.dialect == query.Postgres {
 		return "$" + strconv.Itoa(i)
 	}
 	return "?"

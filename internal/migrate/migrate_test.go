@@ -14,6 +14,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/testdb"
+	"github.com/waybillhq/waybill/query"
 )
 
 // sqlitePragmas matches what internal/testdb and the reference server set
@@ -23,7 +24,7 @@ const sqlitePragmas = "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_prag
 // backend is one database the tests run on.
 type backend struct {
 	name    string
-	dialect migrate.Dialect
+	dialect query.Dialect
 	// open returns a new database for the test.
 	open func(t *testing.T) *sql.DB
 	// pools returns n separate pools on one new database, as n processes
@@ -36,7 +37,7 @@ func backends() []backend {
 	return []backend{
 		{
 			name:    "postgres",
-			dialect: migrate.Postgres,
+			dialect: query.Postgres,
 			open:    func(t *testing.T) *sql.DB { return testdb.Postgres(t) },
 			pools: func(t *testing.T, n int) []*sql.DB {
 				return openPools(t, "pgx", testdb.PostgresURL(t), n)
@@ -44,7 +45,7 @@ func backends() []backend {
 		},
 		{
 			name:    "sqlite",
-			dialect: migrate.SQLite,
+			dialect: query.SQLite,
 			open:    func(t *testing.T) *sql.DB { return testdb.SQLite(t) },
 			pools: func(t *testing.T, n int) []*sql.DB {
 				return openPools(t, "sqlite", testdb.SQLitePath(t)+sqlitePragmas, n)
@@ -263,7 +264,7 @@ func TestApplyRejects(t *testing.T) {
 	tests := []struct {
 		name    string
 		fsys    fstest.MapFS
-		dialect migrate.Dialect
+		dialect query.Dialect
 		dir     string
 		table   string
 		wantErr string
@@ -279,7 +280,7 @@ func TestApplyRejects(t *testing.T) {
 		{name: "duplicate version", fsys: fstest.MapFS{"m/0001_a.sql": ok, "m/0001_b.sql": ok}, wantErr: "migrate: m/0001_a.sql and m/0001_b.sql have the same version 1"},
 		{name: "same number, other width", fsys: fstest.MapFS{"m/0001_a.sql": ok, "m/00001_b.sql": ok}, wantErr: "have the same version 1"},
 		{name: "missing directory", fsys: fstest.MapFS{"m/0001_a.sql": ok}, dir: "nope", wantErr: "migrate: open nope"},
-		{name: "unknown dialect", fsys: fstest.MapFS{"m/0001_a.sql": ok}, dialect: "mysql", wantErr: `migrate: unknown dialect "mysql"`},
+		{name: "unknown dialect", fsys: fstest.MapFS{"m/0001_a.sql": ok}, dialect: query.Dialect(9), wantErr: `migrate: unknown dialect Dialect(9)`},
 		{name: "bad table name", fsys: fstest.MapFS{"m/0001_a.sql": ok}, table: "x; DROP TABLE t", wantErr: `migrate: invalid table name "x; DROP TABLE t"`},
 		{name: "upper-case table name", fsys: fstest.MapFS{"m/0001_a.sql": ok}, table: "Migrations", wantErr: "migrate: invalid table name"},
 	}
@@ -287,8 +288,8 @@ func TestApplyRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			db := testdb.SQLite(t)
-			dialect, dir, table := migrate.SQLite, "m", "schema_migrations"
-			if tt.dialect != "" {
+			dialect, dir, table := query.SQLite, "m", "schema_migrations"
+			if tt.dialect != 0 {
 				dialect = tt.dialect
 			}
 			if tt.dir != "" {

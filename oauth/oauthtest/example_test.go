@@ -11,6 +11,7 @@ import (
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/oauthtest"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // A store proves itself from its own tests: a test function hands TestStore
@@ -23,7 +24,7 @@ func ExampleTestStore() {
 			db, err := sql.Open("sqlite", dsn)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
-			s := sqlstore.New(db, sqlstore.SQLite)
+			s := sqlstore.New(db, query.SQLite)
 			require.NoError(t, s.Migrate(t.Context()))
 			return s
 		})

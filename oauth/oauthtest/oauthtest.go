@@ -7,12 +7,12 @@ package oauthtest
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -753,17 +753,18 @@ func newToken() *oauth.RefreshToken {
 	}
 }
 
-// randomID returns a random identifier.
+// randomID returns a new identifier, made as the token service makes them:
+// a UUID version 7.
 func randomID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails.
-	return hex.EncodeToString(b)
+	return uuid.Must(uuid.NewV7()).String()
 }
 
 // randomHash returns the SHA-256 of random bytes, as the token service
 // stores codes and tokens.
 func randomHash() []byte {
-	h := sha256.Sum256([]byte(randomID()))
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails.
+	h := sha256.Sum256(b)
 	return h[:]
 }
 

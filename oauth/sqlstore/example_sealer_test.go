@@ -10,6 +10,7 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // The signing key encrypted at rest under a secrets key, then the secrets
@@ -42,7 +43,7 @@ func ExampleStore_WithSealer() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store := sqlstore.New(db, sqlstore.SQLite).WithSealer(sealer)
+	store := sqlstore.New(db, query.SQLite).WithSealer(sealer)
 	if err := store.Migrate(ctx); err != nil {
 		log.Fatal(err)
 	}

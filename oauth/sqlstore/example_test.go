@@ -12,6 +12,7 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // A store on a SQLite file: migrate it, register an app and read it back.
@@ -30,7 +31,7 @@ func Example() {
 	defer db.Close()
 
 	ctx := context.Background()
-	store := sqlstore.New(db, sqlstore.SQLite)
+	store := sqlstore.New(db, query.SQLite)
 	if err := store.Migrate(ctx); err != nil {
 		log.Fatal(err)
 	}

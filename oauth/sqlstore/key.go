@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // signingKeyName is the name of the row that holds the signing key.
@@ -179,11 +180,11 @@ func findKey(ctx context.Context, tx *tx, name string) (keyRow, error) {
 // allKeys returns every stored key, locked for update on PostgreSQL (a
 // SQLite transaction holds the write lock already).
 func allKeys(ctx context.Context, tx *tx) ([]keyRow, error) {
-	query := `SELECT ` + keyColumns + ` FROM oauth_keys ORDER BY name`
-	if tx.dialect == Postgres {
-		query += ` FOR UPDATE`
+	stmt := `SELECT ` + keyColumns + ` FROM oauth_keys ORDER BY name`
+	if tx.dialect == query.Postgres {
+		stmt += ` FOR UPDATE`
 	}
-	rows, err := tx.QueryContext(ctx, query)
+	rows, err := tx.QueryContext(ctx, stmt)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: read keys: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // defaultPurgeBatch is how many rows one statement of Purge deletes at
@@ -40,7 +41,7 @@ func (s *Store) purge(ctx context.Context, before oauth.PurgeBefore, batch int) 
 	tx := s.autocommit()
 	expired, authorized := tx.timeArg(before.Expired), tx.timeArg(before.Authorized)
 	lock, lockToken := "", ""
-	if s.dialect == Postgres {
+	if s.dialect == query.Postgres {
 		lock, lockToken = " FOR UPDATE SKIP LOCKED", " FOR UPDATE OF t SKIP LOCKED"
 	}
 	steps := []struct {

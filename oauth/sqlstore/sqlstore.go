@@ -22,7 +22,7 @@
 //
 // Timestamps are kept to the microsecond (finer digits are truncated) and
 // read back in UTC. SQLite keeps them as text in the fixed-width layout
-// 2006-01-02T15:04:05.000000Z, so that text order is time order.
+// [query.SQLiteTimestampLayout], so that text order is time order.
 package sqlstore
 
 import (
@@ -37,31 +37,8 @@ import (
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/sqlerr"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
-
-// Dialect is the SQL dialect of the database a Store runs on.
-type Dialect int
-
-// The dialects a Store speaks.
-const (
-	// Postgres is PostgreSQL, through a database/sql driver such as pgx v5's
-	// ("github.com/jackc/pgx/v5/stdlib").
-	Postgres Dialect = iota + 1
-	// SQLite is SQLite 3.37 or later, through a database/sql driver such as
-	// modernc.org/sqlite.
-	SQLite
-)
-
-// String returns the dialect's name: "postgres" or "sqlite".
-func (d Dialect) String() string {
-	switch d {
-	case Postgres:
-		return "postgres"
-	case SQLite:
-		return "sqlite"
-	}
-	return fmt.Sprintf("Dialect(%d)", int(d))
-}
 
 // migrationsTable is the table in which Migrate records the versions it
 // applied.
@@ -72,25 +49,24 @@ const migrationsTable = "oauth_schema_migrations"
 //go:embed migrations
 var migrations embed.FS
 
-// timeLayout is the layout of timestamps in SQLite: UTC, fixed width,
-// microseconds.
-const timeLayout = "2006-01-02T15:04:05.000000Z"
-
 // Store keeps the token service's state in a PostgreSQL or SQLite database.
 // It implements [oauth.Store] and is safe for concurrent use, also by
 // several processes sharing the database.
 type Store struct {
 	db      *sql.DB
-	dialect Dialect
+	dialect query.Dialect
 	sealer  *oauth.Sealer // encrypts the signing key at rest; nil: plain text
 }
 
 var _ oauth.Store = (*Store)(nil)
 
-// New returns a Store on db, which speaks dialect d. It panics when d is
-// neither Postgres nor SQLite. Call Migrate before the first use.
-func New(db *sql.DB, d Dialect) *Store {
-	if d != Postgres && d != SQLite {
+// New returns a Store on db, which speaks dialect d: [query.Postgres], through
+// a database/sql driver such as pgx v5's ("github.com/jackc/pgx/v5/stdlib"),
+// or [query.SQLite], SQLite 3.37 or later through a driver such as
+// modernc.org/sqlite. It panics when d is neither. Call Migrate before the
+// first use.
+func New(db *sql.DB, d query.Dialect) *Store {
+	if d != query.Postgres && d != query.SQLite {
 		panic(fmt.Sprintf("sqlstore: unknown dialect %v", d))
 	}
 	return &Store{db: db, dialect: d}
@@ -100,11 +76,8 @@ func New(db *sql.DB, d Dialect) *Store {
 // every start and from several processes at once; migrations already
 // applied are skipped.
 func (s *Store) Migrate(ctx context.Context) error {
-	d, dir := migrate.Postgres, "migrations/postgres"
-	if s.dialect == SQLite {
-		d, dir = migrate.SQLite, "migrations/sqlite"
-	}
-	if _, err := migrate.Apply(ctx, s.db, d, migrations, dir, migrationsTable); err != nil {
+	dir := "migrations/" + s.dialect.String()
+	if _, err := migrate.Apply(ctx, s.db, s.dialect, migrations, dir, migrationsTable); err != nil {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
 	}
 	return nil
@@ -124,7 +97,7 @@ type querier interface {
 // encode timestamps.
 type tx struct {
 	querier
-	dialect Dialect
+	dialect query.Dialect
 	sqlTx   *sql.Tx   // PostgreSQL transaction
 	conn    *sql.Conn // SQLite: the connection that ran BEGIN IMMEDIATE
 	done    bool
@@ -145,7 +118,7 @@ func (s *Store) autocommit() *tx {
 // cannot start an immediate transaction itself. The caller defers rollback
 // and calls commit.
 func (s *Store) begin(ctx context.Context) (*tx, error) {
-	if s.dialect == Postgres {
+	if s.dialect == query.Postgres {
 		sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: begin: %w", err)
@@ -203,15 +176,10 @@ func (tx *tx) rollback(ctx context.Context) {
 	_ = tx.conn.Close()
 }
 
-// timeArg returns t as a statement argument of the dialect: a time.Time on
-// PostgreSQL, text in timeLayout on SQLite; UTC and truncated to the
-// microsecond either way.
+// timeArg returns t as a statement argument of the dialect (see
+// query.Dialect.Timestamp), truncated to the microsecond.
 func (tx *tx) timeArg(t time.Time) any {
-	t = t.UTC().Truncate(time.Microsecond)
-	if tx.dialect == SQLite {
-		return t.Format(timeLayout)
-	}
-	return t
+	return tx.dialect.Timestamp(t.Truncate(time.Microsecond))
 }
 
 // isDuplicate reports whether err is a unique violation.
@@ -220,7 +188,7 @@ func (s *Store) isDuplicate(err error) bool {
 }
 
 // nullTime scans a timestamp of either dialect: a time.Time from
-// PostgreSQL, text in timeLayout (or RFC 3339) from SQLite. NULL leaves
+// PostgreSQL, text in query.SQLiteTimestampLayout (or RFC 3339) from SQLite. NULL leaves
 // Valid false.
 type nullTime struct {
 	Time  time.Time
@@ -249,7 +217,7 @@ func (n *nullTime) Scan(src any) error {
 
 // parseTime parses a timestamp kept as text.
 func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(timeLayout, s)
+	t, err := time.Parse(query.SQLiteTimestampLayout, s)
 	if err != nil {
 		if t, err2 := time.Parse(time.RFC3339Nano, s); err2 == nil {
 			return t.UTC(), nil

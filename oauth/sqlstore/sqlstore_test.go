@@ -17,6 +17,7 @@ import (
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/oauthtest"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // sqlitePragmas are the settings the package documentation asks SQLite
@@ -28,14 +29,14 @@ const sqlitePragmas = "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_prag
 // as replicas of a service do.
 var dialects = []struct {
 	name    string
-	dialect sqlstore.Dialect
+	dialect query.Dialect
 	open    func(t *testing.T) *sql.DB
 	shared  func(t *testing.T, n int) []*sql.DB
 }{
-	{"postgres", sqlstore.Postgres, func(t *testing.T) *sql.DB { return testdb.Postgres(t) }, func(t *testing.T, n int) []*sql.DB {
+	{"postgres", query.Postgres, func(t *testing.T) *sql.DB { return testdb.Postgres(t) }, func(t *testing.T, n int) []*sql.DB {
 		return openPools(t, "pgx", testdb.PostgresURL(t), n)
 	}},
-	{"sqlite", sqlstore.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) }, func(t *testing.T, n int) []*sql.DB {
+	{"sqlite", query.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) }, func(t *testing.T, n int) []*sql.DB {
 		return openPools(t, "sqlite", testdb.SQLitePath(t)+sqlitePragmas, n)
 	}},
 }
@@ -54,7 +55,7 @@ func openPools(t *testing.T, driver, dsn string, n int) []*sql.DB {
 }
 
 // newStore returns a migrated store on db.
-func newStore(t *testing.T, db *sql.DB, d sqlstore.Dialect) *sqlstore.Store {
+func newStore(t *testing.T, db *sql.DB, d query.Dialect) *sqlstore.Store {
 	t.Helper()
 	s := sqlstore.New(db, d)
 	require.NoError(t, s.Migrate(t.Context()))

@@ -367,7 +367,7 @@ func (f *floor) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &claims{Issuer: f.cfg.Issuer, Subject: id, Audience: "authenticated", Role: "authenticated",
-		ID: uuid.NewString(), OrganizationID: org, ClientID: clientID, AppName: name, Grant: "client_credentials"}
+		ID: uuid.Must(uuid.NewV7()).String(), OrganizationID: org, ClientID: clientID, AppName: name, Grant: "client_credentials"}
 	if err := json.Unmarshal([]byte(scopes), &c.Scopes); err != nil {
 		fail(w, http.StatusInternalServerError, "server_error", err)
 		return

@@ -24,7 +24,7 @@ import (
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/ratelimit"
 	"github.com/waybillhq/waybill/ratelimit/ratelimittest"
-	redislimit "github.com/waybillhq/waybill/ratelimit/redis"
+	"github.com/waybillhq/waybill/ratelimit/redislimit"
 )
 
 // newClient returns a client on the test Redis and a key prefix of t's own.

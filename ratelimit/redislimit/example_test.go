@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/waybillhq/waybill/ratelimit"
-	redislimit "github.com/waybillhq/waybill/ratelimit/redis"
+	"github.com/waybillhq/waybill/ratelimit/redislimit"
 )
 
 // Every replica limits through the same Redis. The client's timeouts bound

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/ratelimit"
-	redislimit "github.com/waybillhq/waybill/ratelimit/redis"
+	"github.com/waybillhq/waybill/ratelimit/redislimit"
 )
 
 // BenchmarkRedis compares a decision with its floor, a bare PING round trip
