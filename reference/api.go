@@ -4,14 +4,14 @@ import (
 	"database/sql"
 
 	"github.com/waybillhq/waybill/internal/migrate"
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/resource"
 )
 
 // newAPI returns the registry of the fifteen resources of the transport
 // management API over db. Access tokens are checked by verifier, which
 // also refuses the tokens of revoked refresh families.
-func newAPI(db *sql.DB, d migrate.Dialect, verifier *oauth.Verifier) (*resource.Registry, error) {
+func newAPI(db *sql.DB, d migrate.Dialect, verifier *bearer.Verifier) (*resource.Registry, error) {
 	api := &resource.Registry{
 		DB:       db,
 		Dialect:  queryDialect(d),

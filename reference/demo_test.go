@@ -16,6 +16,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // demoServer is a token service on a migrated database of the backend,
@@ -29,7 +30,7 @@ type demoServer struct {
 func newDemoServer(t *testing.T, b backend) demoServer {
 	t.Helper()
 	db := openTestDB(t, b)
-	keys, err := oauth.NewKeySet(oauth.SecretKey([]byte("a-test-signing-key-of-at-least-32-bytes")))
+	keys, err := bearer.NewKeySet(bearer.SecretKey([]byte("a-test-signing-key-of-at-least-32-bytes")))
 	require.NoError(t, err)
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // Timeouts of the HTTP server. Request bodies are at most 1 MiB (SPEC
@@ -170,8 +171,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	tokens := newOAuthServer(db, store, keys, issuer)
 	tokens.Logger = logger
 	tokens.RefreshMaxAge = cfg.RefreshMaxAge
-	verifier := oauth.NewVerifier(keys, issuer)
-	verifier.Families = store
+	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}
 	api, err := newAPI(db, dialect, verifier)
 	if err != nil {
 		_ = ln.Close()
