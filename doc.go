@@ -18,11 +18,14 @@
 //     parameters. It stands alone: squirrel is its only dependency.
 //   - oauth is the OAuth 2.1 token service: clients, PKCE, authorization
 //     codes, consent grants, refresh token rotation, client credentials, JWT
-//     issue and verification, secret hashing and rotation, with its storage
-//     behind small interfaces.
+//     issue, secret hashing and rotation, with its storage behind small
+//     interfaces.
+//   - oauth/bearer is what checking a token needs, apart from the token
+//     service: the token's claims, the HS256 key set and the verifier.
 //   - tenancy is net/http middleware: bearer authentication, token type and
 //     scope checks, and resolution of the tenant (organization or branch)
-//     named in the path, which it puts in the request's context.
+//     named in the path, which it puts in the request's context. It imports
+//     oauth/bearer, never oauth.
 //   - ratelimit is a limiter interface, an in-process GCRA limiter, a
 //     Redis-backed limiter shared by many replicas (in its own subpackage),
 //     and net/http middleware that sets the RateLimit headers and answers 429.
@@ -60,8 +63,9 @@
 //  5. SQL: the resource's store runs the compiled query, always restricted
 //     to the tenant from the context.
 //
-// The tokens that tenancy verifies are issued by oauth, through the
-// authorization code flow with PKCE (an application acting for a user) or
-// the client credentials grant (a server acting for itself). Every error on
-// the way is an apierrors value, so every failure has the same JSON shape.
+// The tokens that tenancy verifies with oauth/bearer are issued by oauth,
+// through the authorization code flow with PKCE (an application acting for
+// a user) or the client credentials grant (a server acting for itself).
+// Every error on the way is an apierrors value, so every failure has the
+// same JSON shape.
 package waybill

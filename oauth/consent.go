@@ -415,7 +415,7 @@ func (s *Server) newSession(user User) session {
 
 // mac returns the HMAC-SHA256 of msg under the key derived for purpose.
 func (s *Server) mac(purpose, msg string) []byte {
-	m := hmac.New(sha256.New, s.Keys.derive(purpose))
+	m := hmac.New(sha256.New, s.Keys.Derive(purpose))
 	m.Write([]byte(msg))
 	return m.Sum(nil)
 }

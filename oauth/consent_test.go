@@ -24,6 +24,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // consentStore is an in-memory test double of Store, for the consent flow:
@@ -238,7 +240,7 @@ func (c *consentClock) Advance(d time.Duration) {
 func newConsentFixture(t *testing.T, configure ...func(*Server)) *consentFixture {
 	t.Helper()
 	redirectURIs := []string{consentRedirect, consentRedirectQuery}
-	keys, err := NewKeySet(Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")})
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")})
 	require.NoError(t, err)
 	f := &consentFixture{
 		store: &consentStore{apps: map[string]*App{}},
@@ -649,7 +651,7 @@ func TestConsentSessionTampered(t *testing.T) {
 	payload, sig, _ := strings.Cut(good, ".")
 	bob := f.srv.sealSession(session{UserID: consentBob, Expires: f.clock.Now().Add(time.Hour).Unix(), Nonce: "n"})
 	bobPayload, _, _ := strings.Cut(bob, ".")
-	otherKeys, err := NewKeySet(Key{ID: "k2", Secret: []byte("another key, 32 bytes long......")})
+	otherKeys, err := bearer.NewKeySet(bearer.Key{ID: "k2", Secret: []byte("another key, 32 bytes long......")})
 	require.NoError(t, err)
 	other := (&Server{Keys: otherKeys, Now: f.srv.Now}).sealSession(session{UserID: consentAlice, Expires: f.clock.Now().Add(time.Hour).Unix(), Nonce: "n"})
 	expired := f.srv.sealSession(session{UserID: consentAlice, Expires: f.clock.Now().Unix(), Nonce: "n"})

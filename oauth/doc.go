@@ -2,11 +2,12 @@
 // grant with PKCE (S256 only) and a server-rendered login and consent page,
 // rotating refresh tokens, client credentials, app registration and secret
 // rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414
-// metadata; and the Verifier that resource servers use to check the HS256
-// access tokens it signs.
+// metadata. Resource servers check the HS256 access tokens it signs with
+// package bearer, which holds the tokens' Claims, the KeySet and the
+// Verifier, and does not need this package.
 //
-// A Server needs four things: its Issuer URL, a KeySet (the current HS256
-// key signs, every key in the set verifies, so keys rotate without
+// A Server needs four things: its Issuer URL, a bearer.KeySet (the current
+// HS256 key signs, every key in the set verifies, so keys rotate without
 // downtime), a Store for apps, codes, refresh token families and consent
 // grants (package sqlstore keeps them in PostgreSQL or SQLite; package
 // oauthtest is the conformance suite for any other), and a Directory — the
@@ -18,12 +19,12 @@
 //	srv := &oauth.Server{Issuer: "https://tms.example.com", Keys: keys, Store: store, Directory: users}
 //	mux.Handle("/", srv.Handler())
 //
-//	v := oauth.NewVerifier(keys, "https://tms.example.com")
-//	v.Families = store // refuse the tokens of revoked authorizations at once
+//	v := &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com",
+//		Families: store} // refuse the tokens of revoked authorizations at once
 //	claims, err := v.Verify(ctx, bearerToken) // 401 invalid_token on any failure
 //
 // Revocation ends authorizations: a refresh token, or an authorization-code
-// access token, revokes its whole family, which every Verifier with
+// access token, revokes its whole family, which every bearer.Verifier with
 // Families refuses from then on; a client-credentials access token cannot
 // be revoked and is answered unsupported_token_type (see RevokeToken).
 // RotateAppSecret can revoke every authorization of an app with its secret.
@@ -42,18 +43,20 @@
 // second use by its own client revokes every token issued from the code;
 // refresh tokens are single use and rotate, and reuse revokes the whole
 // family, its newest member and its access tokens included (the jti of an
-// authorization-code access token names its family, which Verifier.Families
-// checks); of concurrent refreshes of one token exactly one succeeds, on one
-// replica or many; a family lives at most RefreshMaxAge (90 days by
-// default) from the user's authorization, whatever its rotations; a refresh
-// or code exchange for a user who is no longer a member of the token's
-// organization fails and revokes the family, and Store.RevokeUserFamilies
-// ends every family of a user who leaves at once; introspection tells a
-// client only about its own tokens; every OAuth token names its grant in
-// oauth_grant_type, a client-credentials token always carries its
-// oauth_branch_ids and an authorization-code token never does; only HS256
-// tokens signed by a known kid, for the audience "authenticated" and the
-// issuer, unexpired, are accepted.
+// authorization-code access token names its family, which
+// bearer.Verifier.Families checks); of concurrent refreshes of one token
+// exactly one succeeds, on one replica or many; a family lives at most
+// RefreshMaxAge (90 days by default) from the user's authorization,
+// whatever its rotations; a refresh or code exchange for a user who is no
+// longer a member of the token's organization fails and revokes the
+// family, and Store.RevokeUserFamilies ends every family of a user who
+// leaves at once; introspection tells a client only about its own tokens;
+// every OAuth token names its grant in oauth_grant_type, a
+// client-credentials token always carries its oauth_branch_ids and an
+// authorization-code token never does; only HS256 tokens signed by a known
+// kid, for the audience "authenticated" and the issuer, unexpired, are
+// accepted, by every verifier of the server and by bearer.Verifier; every
+// verifier the server builds runs on its clock (Server.Now).
 //
 // Errors are *errors.Error values (import it as apierrors) with the codes
 // of RFC 6749 section 5.2; invalid_client is a 401 whose WWW-Authenticate

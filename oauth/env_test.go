@@ -18,6 +18,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 )
@@ -90,7 +91,7 @@ type env struct {
 	store    *sqlstore.Store
 	http     *httptest.Server
 	clock    *clock
-	verifier *oauth.Verifier
+	verifier *bearer.Verifier
 	app      *oauth.App
 	secret   string
 	other    *oauth.App // a second app of the same organization
@@ -164,9 +165,7 @@ func newEnv(t testing.TB, b backend) *env {
 	require.NoError(t, err)
 	e.http = httptest.NewServer(srv.Handler())
 	t.Cleanup(e.http.Close)
-	e.verifier = oauth.NewVerifier(keys, testIssuer)
-	e.verifier.Families = store
-	e.verifier.Now = clk.Now
+	e.verifier = &bearer.Verifier{Keys: keys, Issuer: testIssuer, Families: store, Now: clk.Now}
 	return e
 }
 

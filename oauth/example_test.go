@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 )
@@ -53,7 +54,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	keys, err := oauth.NewKeySet(key)
+	keys, err := bearer.NewKeySet(key)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	claims, err := oauth.NewVerifier(keys, ts.URL).Verify(ctx, tok.AccessToken)
+	claims, err := (&bearer.Verifier{Keys: keys, Issuer: ts.URL}).Verify(ctx, tok.AccessToken)
 	if err != nil {
 		log.Fatal(err)
 	}

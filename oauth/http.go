@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // The paths the server answers (SPEC section 5.1).
@@ -265,12 +266,12 @@ func (s *Server) userSignIn(r *http.Request) (*Token, error) {
 
 // productUser authenticates the product user token of r. A missing or bad
 // token is 401; an OAuth access token is invalid_token_type.
-func (s *Server) productUser(r *http.Request) (*Claims, error) {
+func (s *Server) productUser(r *http.Request) (*bearer.Claims, error) {
 	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || raw == "" {
 		return nil, apierrors.Unauthorized("a product user token is required")
 	}
-	c, err := NewVerifier(s.Keys, s.Issuer).Verify(r.Context(), raw)
+	c, err := s.verifier().Verify(r.Context(), raw)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +284,7 @@ func (s *Server) productUser(r *http.Request) (*Claims, error) {
 // requireAdmin checks that user administers organizationID. A user who is
 // not a member at all gets 404, so the organization's existence is not
 // revealed; a member who is no admin gets 403.
-func (s *Server) requireAdmin(r *http.Request, user *Claims, organizationID string) error {
+func (s *Server) requireAdmin(r *http.Request, user *bearer.Claims, organizationID string) error {
 	ms, err := s.Directory.Memberships(r.Context(), user.Subject)
 	if err != nil {
 		return apierrors.Internal(fmt.Errorf("oauth: memberships: %w", err))
@@ -487,9 +488,8 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 	if token == "" {
 		return nil, apierrors.InvalidRequest("token is required")
 	}
-	v := NewVerifier(s.Keys, s.Issuer)
+	v := s.verifier()
 	v.Families = s.Store
-	v.Now = s.Now
 	if c, err := v.Verify(r.Context(), token); err == nil {
 		if !c.OAuth() || c.ClientID != app.ClientID {
 			return &Introspection{Active: false}, nil

@@ -13,6 +13,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // lcSetMemberships replaces the memberships of the directory's user with
@@ -301,7 +302,7 @@ func TestClientCredentialsGrantExplicit(t *testing.T) {
 			c, err := e.verifier.Verify(ctx, tok.AccessToken)
 			require.NoError(t, err)
 			assert.True(t, c.ClientCredentials())
-			assert.Equal(t, oauth.GrantClientCredentials, c.Grant)
+			assert.Equal(t, bearer.GrantClientCredentials, c.Grant)
 			assert.Equal(t, tc.branches, c.BranchIDs)
 			assert.Empty(t, c.FamilyID())
 		})
@@ -313,7 +314,7 @@ func TestClientCredentialsGrantExplicit(t *testing.T) {
 func TestVerifyGrant(t *testing.T) {
 	now := time.Now()
 	key := testKey("k", 3)
-	v := oauth.NewVerifier(mustKeySet(t, key), testIssuer)
+	v := &bearer.Verifier{Keys: mustKeySet(t, key), Issuer: testIssuer}
 	header := map[string]any{"alg": "HS256", "typ": "JWT", "kid": "k"}
 	token := func(extra map[string]any) string {
 		c := map[string]any{"iss": testIssuer, "sub": "s", "aud": "authenticated", "role": "authenticated",
@@ -337,16 +338,16 @@ func TestVerifyGrant(t *testing.T) {
 		grant     string
 		branchIDs []string
 	}{
-		{"client credentials", token(oauthClaims(map[string]any{"oauth_grant_type": "client_credentials", "oauth_branch_ids": []string{"b1"}})), "", oauth.GrantClientCredentials, []string{"b1"}},
-		{"client credentials of no branch", token(oauthClaims(map[string]any{"oauth_grant_type": "client_credentials", "oauth_branch_ids": []string{}})), "", oauth.GrantClientCredentials, []string{}},
+		{"client credentials", token(oauthClaims(map[string]any{"oauth_grant_type": "client_credentials", "oauth_branch_ids": []string{"b1"}})), "", bearer.GrantClientCredentials, []string{"b1"}},
+		{"client credentials of no branch", token(oauthClaims(map[string]any{"oauth_grant_type": "client_credentials", "oauth_branch_ids": []string{}})), "", bearer.GrantClientCredentials, []string{}},
 		{"client credentials without oauth_branch_ids", token(oauthClaims(map[string]any{"oauth_grant_type": "client_credentials", "oauth_app_name": "Sync"})), "lacks oauth_branch_ids", "", nil},
 		{"client credentials with null oauth_branch_ids", token(oauthClaims(map[string]any{"oauth_grant_type": "client_credentials", "oauth_branch_ids": nil})), "lacks oauth_branch_ids", "", nil},
-		{"authorization code", token(oauthClaims(map[string]any{"oauth_grant_type": "authorization_code"})), "", oauth.GrantAuthorizationCode, nil},
+		{"authorization code", token(oauthClaims(map[string]any{"oauth_grant_type": "authorization_code"})), "", bearer.GrantAuthorizationCode, nil},
 		{"authorization code with oauth_branch_ids", token(oauthClaims(map[string]any{"oauth_grant_type": "authorization_code", "oauth_branch_ids": []string{"b1"}})), "carries oauth_branch_ids", "", nil},
 		{"unknown grant", token(oauthClaims(map[string]any{"oauth_grant_type": "password"})), "unknown", "", nil},
 		{"a grant on a product user token", token(map[string]any{"oauth_grant_type": "authorization_code"}), "without oauth_client_id", "", nil},
-		{"signed before the claim: branches mean client credentials", token(oauthClaims(map[string]any{"oauth_branch_ids": []string{}})), "", oauth.GrantClientCredentials, []string{}},
-		{"signed before the claim: no branches mean the authorization code", token(oauthClaims(nil)), "", oauth.GrantAuthorizationCode, nil},
+		{"signed before the claim: branches mean client credentials", token(oauthClaims(map[string]any{"oauth_branch_ids": []string{}})), "", bearer.GrantClientCredentials, []string{}},
+		{"signed before the claim: no branches mean the authorization code", token(oauthClaims(nil)), "", bearer.GrantAuthorizationCode, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := v.Verify(context.Background(), tc.token)
@@ -358,9 +359,9 @@ func TestVerifyGrant(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.grant, c.Grant)
-			assert.Equal(t, tc.grant == oauth.GrantClientCredentials, c.ClientCredentials())
+			assert.Equal(t, tc.grant == bearer.GrantClientCredentials, c.ClientCredentials())
 			assert.Equal(t, tc.branchIDs, c.BranchIDs)
-			if tc.grant == oauth.GrantAuthorizationCode {
+			if tc.grant == bearer.GrantAuthorizationCode {
 				assert.Equal(t, "fam", c.FamilyID())
 			} else {
 				assert.Empty(t, c.FamilyID())
@@ -370,18 +371,18 @@ func TestVerifyGrant(t *testing.T) {
 
 	t.Run("Sign refuses a grant that does not fit", func(t *testing.T) {
 		ks := mustKeySet(t, key)
-		base := func(grant string, branches []string) *oauth.Claims {
-			return &oauth.Claims{Issuer: testIssuer, Subject: "s", Audience: oauth.Audience, Role: oauth.Role,
+		base := func(grant string, branches []string) *bearer.Claims {
+			return &bearer.Claims{Issuer: testIssuer, Subject: "s", Audience: bearer.Audience, Role: bearer.Role,
 				IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "j", OrganizationID: "o",
 				ClientID: "c", BranchIDs: branches, Grant: grant}
 		}
-		user := base(oauth.GrantAuthorizationCode, nil)
+		user := base(bearer.GrantAuthorizationCode, nil)
 		user.ClientID = ""
-		for _, c := range []*oauth.Claims{base(oauth.GrantAuthorizationCode, []string{"b1"}), base(oauth.GrantAuthorizationCode, []string{}), base("implicit", nil), user} {
+		for _, c := range []*bearer.Claims{base(bearer.GrantAuthorizationCode, []string{"b1"}), base(bearer.GrantAuthorizationCode, []string{}), base("implicit", nil), user} {
 			_, err := ks.Sign(c)
 			assert.Error(t, err, "%+v", c)
 		}
-		_, err := ks.Sign(base(oauth.GrantClientCredentials, nil))
+		_, err := ks.Sign(base(bearer.GrantClientCredentials, nil))
 		assert.NoError(t, err, "a client-credentials token of no branch")
 	})
 }

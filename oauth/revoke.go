@@ -12,7 +12,7 @@ import (
 // RevokeToken revokes token for app, the authenticated client, as RFC 7009
 // revocation does. What it revokes is a refresh token family: every refresh
 // token of one authorization and every access token issued from them,
-// which Verifier.Families refuses from then on.
+// which bearer.Verifier.Families refuses from then on.
 //
 //   - A refresh token of app: its family is revoked, its newest token and
 //     its access tokens included.
@@ -45,9 +45,7 @@ func (s *Server) RevokeToken(ctx context.Context, app *App, token string) error 
 	case !errors.Is(err, ErrNotFound):
 		return apierrors.Internal(fmt.Errorf("oauth: load refresh token: %w", err))
 	}
-	v := NewVerifier(s.Keys, s.Issuer)
-	v.Now = s.Now
-	c, err := v.Verify(ctx, token)
+	c, err := s.verifier().Verify(ctx, token)
 	if err != nil {
 		return nil // unknown, malformed, expired: nothing to revoke
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // Lifetimes of what the server issues, unless its fields say otherwise.
@@ -33,7 +34,7 @@ type Server struct {
 	// endpoints in the RFC 8414 metadata, e.g. "https://tms.example.com".
 	Issuer string
 	// Keys sign the tokens.
-	Keys *KeySet
+	Keys *bearer.KeySet
 	// Store keeps apps, codes, refresh tokens and grants.
 	Store Store
 	// Directory authenticates users and lists their organizations. Every
@@ -74,6 +75,12 @@ func (s *Server) now() time.Time {
 	return time.Now()
 }
 
+// verifier returns a Verifier of the server's tokens on the server's clock,
+// without the revocation check: set Families for that.
+func (s *Server) verifier() *bearer.Verifier {
+	return &bearer.Verifier{Keys: s.Keys, Issuer: s.Issuer, Now: s.Now}
+}
+
 func (s *Server) ttl(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d
@@ -100,7 +107,7 @@ type Token struct {
 	// Scopes are the scopes granted.
 	Scopes []string
 	// Claims are the access token's claims.
-	Claims *Claims
+	Claims *bearer.Claims
 }
 
 // dummyHash is compared against when a client id is unknown, so that the
@@ -158,11 +165,11 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) 
 	}
 	now := s.now()
 	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
-	c := &Claims{
-		Issuer: s.Issuer, Subject: app.ID, Audience: Audience, Role: Role,
+	c := &bearer.Claims{
+		Issuer: s.Issuer, Subject: app.ID, Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: newID(),
 		OrganizationID: app.OrganizationID, ClientID: app.ClientID, Scopes: scopes,
-		BranchIDs: app.BranchIDs, AppName: app.Name, Grant: GrantClientCredentials,
+		BranchIDs: app.BranchIDs, AppName: app.Name, Grant: bearer.GrantClientCredentials,
 	}
 	return s.issue(c, ttl, "")
 }
@@ -305,14 +312,14 @@ func (s *Server) requireMember(ctx context.Context, rt *RefreshToken, now time.T
 // userToken signs the access token of an authorization-code or refresh
 // grant, expiring no later than end, the end of its family. Its jti names
 // the refresh family, so that revoking the family revokes it too (see
-// Verifier.Families).
+// bearer.Verifier.Families).
 func (s *Server) userToken(rt *RefreshToken, refresh string, now, end time.Time) (*Token, error) {
 	ttl := min(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL), end.Sub(now).Truncate(time.Second))
-	c := &Claims{
-		Issuer: s.Issuer, Subject: rt.UserID, Audience: Audience, Role: Role,
+	c := &bearer.Claims{
+		Issuer: s.Issuer, Subject: rt.UserID, Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: rt.FamilyID + "." + NewSecret()[:16],
 		OrganizationID: rt.OrganizationID, ClientID: rt.ClientID, Scopes: nonNil(rt.Scopes),
-		Grant: GrantAuthorizationCode,
+		Grant: bearer.GrantAuthorizationCode,
 	}
 	return s.issue(c, ttl, refresh)
 }
@@ -325,7 +332,7 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-func (s *Server) issue(c *Claims, ttl time.Duration, refresh string) (*Token, error) {
+func (s *Server) issue(c *bearer.Claims, ttl time.Duration, refresh string) (*Token, error) {
 	access, err := s.Keys.Sign(c)
 	if err != nil {
 		return nil, apierrors.Internal(err)
@@ -350,8 +357,8 @@ func (s *Server) SignInUser(ctx context.Context, email, password string) (*Token
 	}
 	now := s.now()
 	ttl := s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)
-	c := &Claims{
-		Issuer: s.Issuer, Subject: u.ID, Audience: Audience, Role: Role,
+	c := &bearer.Claims{
+		Issuer: s.Issuer, Subject: u.ID, Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: newID(),
 	}
 	return s.issue(c, ttl, "")

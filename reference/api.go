@@ -3,7 +3,7 @@ package main
 import (
 	"database/sql"
 
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 )
@@ -11,7 +11,7 @@ import (
 // newAPI returns the registry of the fifteen resources of the transport
 // management API over db. Access tokens are checked by verifier, which
 // also refuses the tokens of revoked refresh families.
-func newAPI(db *sql.DB, d query.Dialect, verifier *oauth.Verifier) (*resource.Registry, error) {
+func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier) (*resource.Registry, error) {
 	api := &resource.Registry{
 		DB:       db,
 		Dialect:  d,

@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waybillhq/waybill/internal/testdb"
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -155,20 +155,19 @@ func benchStack(b *testing.B, d benchData, parallel bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys, err := oauth.NewKeySet(key)
+	keys, err := bearer.NewKeySet(key)
 	if err != nil {
 		b.Fatal(err)
 	}
 	const issuer = "https://bench.test"
-	verifier := oauth.NewVerifier(keys, issuer)
-	verifier.Families = store
+	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}
 	api, err := newAPI(d.db, query.Postgres, verifier)
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := newHandler(d.db, newOAuthServer(d.db, store, keys, issuer), api)
 	now := time.Now()
-	token, err := keys.Sign(&oauth.Claims{Issuer: issuer, Subject: newID(), Audience: oauth.Audience, Role: oauth.Role,
+	token, err := keys.Sign(&bearer.Claims{Issuer: issuer, Subject: newID(), Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: newID(), OrganizationID: d.org,
 		ClientID: "bench", Scopes: []string{"svc:quotations:read"}, BranchIDs: []string{d.branch}, AppName: "bench"})
 	if err != nil {

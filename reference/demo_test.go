@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -34,7 +35,7 @@ type demoServer struct {
 func newDemoServer(t *testing.T, b backend) demoServer {
 	t.Helper()
 	db := openTestDB(t, b)
-	keys, err := oauth.NewKeySet(oauth.SecretKey([]byte("a-test-signing-key-of-at-least-32-bytes")))
+	keys, err := bearer.NewKeySet(bearer.SecretKey([]byte("a-test-signing-key-of-at-least-32-bytes")))
 	require.NoError(t, err)
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -160,10 +160,10 @@ func TestTenantIsolation(t *testing.T) {
 			store := newOAuthStore(db, dialect)
 			key, err := store.SigningKey(ctx)
 			require.NoError(t, err)
-			keys, err := oauth.NewKeySet(key)
+			keys, err := bearer.NewKeySet(key)
 			require.NoError(t, err)
 			const issuer = "https://iso.test"
-			verifier := oauth.NewVerifier(keys, issuer)
+			verifier := &bearer.Verifier{Keys: keys, Issuer: issuer}
 			api, err := newAPI(db, dialect, verifier)
 			require.NoError(t, err)
 			srv := httptest.NewServer(newHandler(db, newOAuthServer(db, store, keys, issuer), api))
@@ -182,7 +182,7 @@ func TestTenantIsolation(t *testing.T) {
 					}
 				}
 				now := time.Now()
-				c := &oauth.Claims{Issuer: issuer, Subject: newID(), Audience: oauth.Audience, Role: oauth.Role,
+				c := &bearer.Claims{Issuer: issuer, Subject: newID(), Audience: bearer.Audience, Role: bearer.Role,
 					IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: newID(),
 					OrganizationID: ten.org, ClientID: "client", Scopes: k.scopes}
 				if rnd.IntN(2) == 0 { // client credentials with a random set of branches

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 )
@@ -26,7 +27,7 @@ func newOAuthStore(db *sql.DB, d query.Dialect) *sqlstore.Store {
 // the key is generated once and kept in the database, so replicas that share
 // the database share the key. A key's kid is derived from the key, so every
 // replica names it alike.
-func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous string) (*oauth.KeySet, error) {
+func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous string) (*bearer.KeySet, error) {
 	if secret == "" {
 		if previous != "" {
 			return nil, errors.New("--jwt-previous-secret needs --jwt-secret")
@@ -35,18 +36,18 @@ func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous st
 		if err != nil {
 			return nil, fmt.Errorf("signing key: %w", explainSealing(err))
 		}
-		return oauth.NewKeySet(key)
+		return bearer.NewKeySet(key)
 	}
-	keys := []oauth.Key{oauth.SecretKey([]byte(secret))}
+	keys := []bearer.Key{bearer.SecretKey([]byte(secret))}
 	if previous != "" {
-		keys = append(keys, oauth.SecretKey([]byte(previous)))
+		keys = append(keys, bearer.SecretKey([]byte(previous)))
 	}
 	for _, k := range keys {
-		if len(k.Secret) < oauth.MinKeyLength {
-			return nil, fmt.Errorf("a JWT secret must be at least %d bytes", oauth.MinKeyLength)
+		if len(k.Secret) < bearer.MinKeyLength {
+			return nil, fmt.Errorf("a JWT secret must be at least %d bytes", bearer.MinKeyLength)
 		}
 	}
-	return oauth.NewKeySet(keys[0], keys[1:]...)
+	return bearer.NewKeySet(keys[0], keys[1:]...)
 }
 
 // newSealer returns the sealer of --secrets-key and --previous-secrets-key,
@@ -91,7 +92,7 @@ func explainSealing(err error) error {
 }
 
 // newOAuthServer returns the token service of the reference server.
-func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *oauth.KeySet, issuer string) *oauth.Server {
+func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *bearer.KeySet, issuer string) *oauth.Server {
 	return &oauth.Server{
 		Issuer:          issuer,
 		Keys:            keys,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/waybillhq/waybill/internal/testdb"
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // A filter value that fits the API's int64 but would not fit a 32-bit
@@ -22,12 +22,12 @@ func TestIntegerFilterRange(t *testing.T) {
 	ten := seedTenant(t, db, d, "P", 1)
 	store := newOAuthStore(db, d)
 	key, _ := store.SigningKey(ctx)
-	keys, _ := oauth.NewKeySet(key)
-	api, err := newAPI(db, d, oauth.NewVerifier(keys, "i"))
+	keys, _ := bearer.NewKeySet(key)
+	api, err := newAPI(db, d, &bearer.Verifier{Keys: keys, Issuer: "i"})
 	require.NoError(t, err)
 	h := newHandler(db, newOAuthServer(db, store, keys, "i"), api)
 	now := time.Now()
-	tok, _ := keys.Sign(&oauth.Claims{Issuer: "i", Subject: "s", Audience: "authenticated", Role: "authenticated", IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "j", OrganizationID: ten.org, ClientID: "c", Scopes: []string{"svc:quotations:read"}})
+	tok, _ := keys.Sign(&bearer.Claims{Issuer: "i", Subject: "s", Audience: "authenticated", Role: "authenticated", IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "j", OrganizationID: ten.org, ClientID: "c", Scopes: []string{"svc:quotations:read"}})
 	req := httptest.NewRequest("GET", "/v1/"+ten.branches[0]+"/quotations?filter=total_packages:eq:99999999999", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	rec := httptest.NewRecorder()

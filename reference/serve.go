@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // Timeouts of the HTTP server. Request bodies are at most 1 MiB (SPEC
@@ -111,8 +112,8 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 		return serveConfig{}, fmt.Errorf("serve: %w", err)
 	}
 	for _, secret := range []struct{ flag, value string }{{"--jwt-secret", cfg.JWTSecret}, {"--jwt-previous-secret", cfg.JWTPreviousSecret}} {
-		if secret.value != "" && len(secret.value) < oauth.MinKeyLength {
-			return serveConfig{}, fmt.Errorf("serve: %s must be at least %d bytes, not %d", secret.flag, oauth.MinKeyLength, len(secret.value))
+		if secret.value != "" && len(secret.value) < bearer.MinKeyLength {
+			return serveConfig{}, fmt.Errorf("serve: %s must be at least %d bytes, not %d", secret.flag, bearer.MinKeyLength, len(secret.value))
 		}
 	}
 	if cfg.JWTPreviousSecret != "" && cfg.JWTSecret == "" {
@@ -208,8 +209,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	tokens := newOAuthServer(db, store, keys, issuer)
 	tokens.Logger = logger
 	tokens.RefreshMaxAge = cfg.RefreshMaxAge
-	verifier := oauth.NewVerifier(keys, issuer)
-	verifier.Families = store
+	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}
 	api, err := newAPI(db, dialect, verifier)
 	if err != nil {
 		_ = ln.Close()

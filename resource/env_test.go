@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/internal/testdb"
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -176,7 +176,7 @@ type env struct {
 	db      *sql.DB
 	dialect query.Dialect
 	http    *httptest.Server
-	keys    *oauth.KeySet
+	keys    *bearer.KeySet
 }
 
 type backend struct {
@@ -212,9 +212,9 @@ func newEnv(t testing.TB, b backend) *env {
 		_, err := db.Exec("INSERT INTO branches (id, organization_id, name) VALUES ($1, $2, $3)", br[0], br[1], "branch "+br[0][len(br[0])-2:])
 		require.NoError(t, err)
 	}
-	keys, err := oauth.NewKeySet(oauth.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
-	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: oauth.NewVerifier(keys, issuer), Branches: branches{db}}
+	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: &bearer.Verifier{Keys: keys, Issuer: issuer}, Branches: branches{db}}
 	require.NoError(t, reg.Register(testResources()...))
 	mux := http.NewServeMux()
 	reg.Mount(mux)
@@ -235,23 +235,23 @@ var allScopes = func() []string {
 // codeToken is an authorization-code token of org with scopes: it sees
 // every branch.
 func (e *env) codeToken(t testing.TB, org string, scopes ...string) string {
-	return e.sign(t, &oauth.Claims{Subject: "user-1", OrganizationID: org, ClientID: "client-1", Scopes: scopes})
+	return e.sign(t, &bearer.Claims{Subject: "user-1", OrganizationID: org, ClientID: "client-1", Scopes: scopes})
 }
 
 // ccToken is a client-credentials token of org limited to branches.
 func (e *env) ccToken(t testing.TB, org string, branches []string, scopes ...string) string {
-	return e.sign(t, &oauth.Claims{Subject: "app-1", OrganizationID: org, ClientID: "client-2", Scopes: scopes, BranchIDs: branches, AppName: "Sync"})
+	return e.sign(t, &bearer.Claims{Subject: "app-1", OrganizationID: org, ClientID: "client-2", Scopes: scopes, BranchIDs: branches, AppName: "Sync"})
 }
 
 // userToken is a product user token: no oauth_client_id.
 func (e *env) userToken(t testing.TB) string {
-	return e.sign(t, &oauth.Claims{Subject: "user-1"})
+	return e.sign(t, &bearer.Claims{Subject: "user-1"})
 }
 
-func (e *env) sign(t testing.TB, c *oauth.Claims) string {
+func (e *env) sign(t testing.TB, c *bearer.Claims) string {
 	t.Helper()
 	now := time.Now()
-	c.Issuer, c.Audience, c.Role, c.IssuedAt, c.ExpiresAt, c.ID = issuer, oauth.Audience, oauth.Role, now.Unix(), now.Add(time.Hour).Unix(), "jti-"+c.Subject
+	c.Issuer, c.Audience, c.Role, c.IssuedAt, c.ExpiresAt, c.ID = issuer, bearer.Audience, bearer.Role, now.Unix(), now.Add(time.Hour).Unix(), "jti-"+c.Subject
 	s, err := e.keys.Sign(c)
 	require.NoError(t, err)
 	return s

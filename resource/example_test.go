@@ -14,7 +14,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -60,13 +60,13 @@ func ExampleRegistry() {
 		log.Fatal(err)
 	}
 
-	keys, err := oauth.NewKeySet(oauth.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	if err != nil {
 		log.Fatal(err)
 	}
 	reg := &resource.Registry{
 		DB: db, Dialect: query.SQLite,
-		Verifier: oauth.NewVerifier(keys, "https://tms.example.com"),
+		Verifier: &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com"},
 		Branches: orgBranches{org, branch},
 	}
 	err = reg.Register(&resource.Resource{
@@ -85,8 +85,8 @@ func ExampleRegistry() {
 	reg.Mount(mux)
 
 	now := time.Now()
-	token, err := keys.Sign(&oauth.Claims{
-		Issuer: "https://tms.example.com", Subject: "user-1", Audience: oauth.Audience, Role: oauth.Role,
+	token, err := keys.Sign(&bearer.Claims{
+		Issuer: "https://tms.example.com", Subject: "user-1", Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1", OrganizationID: org,
 		ClientID: "client-1", Scopes: []string{"svc:parcels:read", "svc:parcels:write"},
 	})

@@ -25,7 +25,7 @@ type Registry struct {
 	DB *sql.DB
 	// Dialect is DB's SQL dialect.
 	Dialect query.Dialect
-	// Verifier checks bearer tokens (an *oauth.Verifier).
+	// Verifier checks bearer tokens (a *bearer.Verifier).
 	Verifier tenancy.Verifier
 	// Branches resolves branches for tenancy.
 	Branches tenancy.Branches

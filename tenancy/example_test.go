@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -32,11 +32,11 @@ func ExampleMiddleware() {
 		org    = "6f0c0000-0000-4000-8000-000000000001"
 		branch = "6f0c0000-0000-4000-8000-0000000000b1"
 	)
-	keys, err := oauth.NewKeySet(oauth.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	if err != nil {
 		log.Fatal(err)
 	}
-	verifier := oauth.NewVerifier(keys, "https://tms.example.com")
+	verifier := &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com"}
 
 	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, _ := tenancy.FromContext(r.Context())
@@ -50,8 +50,8 @@ func ExampleMiddleware() {
 
 	// A client-credentials token, as the token service issues it.
 	now := time.Now()
-	token, err := keys.Sign(&oauth.Claims{
-		Issuer: "https://tms.example.com", Subject: "app-1", Audience: oauth.Audience, Role: oauth.Role,
+	token, err := keys.Sign(&bearer.Claims{
+		Issuer: "https://tms.example.com", Subject: "app-1", Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1",
 		OrganizationID: org, ClientID: "client-1", Scopes: []string{"svc:orders:read"},
 		BranchIDs: []string{branch}, AppName: "Nightly Sync",

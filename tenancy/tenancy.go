@@ -5,7 +5,7 @@
 // branch-scoped resources — that it puts in the request's context.
 //
 //	mw := tenancy.Middleware(tenancy.Options{
-//		Verifier:  verifier,           // an *oauth.Verifier
+//		Verifier:  verifier,           // a *bearer.Verifier
 //		Branches:  branches,           // who owns a branch: a small lookup
 //		ScopeType: tenancy.Branch,
 //		Scope:     tenancy.ReadWrite("svc:orders:read", "svc:orders:write"),
@@ -25,6 +25,10 @@
 // organization that a client-credentials token may not use 403
 // insufficient_scope.
 //
+// Tokens are checked by a Verifier, a *bearer.Verifier of package
+// oauth/bearer in practice; tenancy imports that small package and not the
+// token service (package oauth), its templates or its store.
+//
 // Branch lookups go through the Branches interface on every request and
 // are never cached here, so an answer is never stale after a branch is
 // created or removed; a Branches implementation that caches must keep that
@@ -40,7 +44,7 @@ import (
 	"strings"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -72,9 +76,9 @@ func (s ScopeType) String() string {
 	return fmt.Sprintf("ScopeType(%d)", uint8(s))
 }
 
-// Verifier checks a bearer token. An *oauth.Verifier is one.
+// Verifier checks a bearer token. A *bearer.Verifier is one.
 type Verifier interface {
-	Verify(ctx context.Context, token string) (*oauth.Claims, error)
+	Verify(ctx context.Context, token string) (*bearer.Claims, error)
 }
 
 // ErrNoBranch is what Branches returns for a branch that does not exist.
@@ -98,7 +102,7 @@ type Tenant struct {
 	// resources.
 	BranchID string
 	// Claims are the verified token's claims.
-	Claims *oauth.Claims
+	Claims *bearer.Claims
 
 	branches Branches
 }
@@ -198,7 +202,7 @@ func Middleware(opts Options) func(http.Handler) http.Handler {
 // Authenticate checks the bearer token of r: 401 unauthorized without one,
 // 401 invalid_token for a bad one, 403 invalid_token_type for a product
 // user token.
-func Authenticate(r *http.Request, v Verifier) (*oauth.Claims, error) {
+func Authenticate(r *http.Request, v Verifier) (*bearer.Claims, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return nil, apierrors.Unauthorized("an Authorization: Bearer token is required")

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -47,17 +47,17 @@ func (m branchMap) List(_ context.Context, org string) ([]string, error) {
 
 var branches = branchMap{a1: orgA, a2: orgA, b1: orgB}
 
-type signer struct{ keys *oauth.KeySet }
+type signer struct{ keys *bearer.KeySet }
 
 func newSigner(t *testing.T) signer {
-	keys, err := oauth.NewKeySet(oauth.Key{ID: "k", Secret: []byte(strings.Repeat("k", 32))})
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "k", Secret: []byte(strings.Repeat("k", 32))})
 	require.NoError(t, err)
 	return signer{keys}
 }
 
-func (s signer) sign(t *testing.T, c oauth.Claims) string {
+func (s signer) sign(t *testing.T, c bearer.Claims) string {
 	now := time.Now()
-	c.Issuer, c.Audience, c.Role, c.IssuedAt, c.ExpiresAt, c.ID = "https://i.test", oauth.Audience, oauth.Role, now.Unix(), now.Add(time.Hour).Unix(), "j"
+	c.Issuer, c.Audience, c.Role, c.IssuedAt, c.ExpiresAt, c.ID = "https://i.test", bearer.Audience, bearer.Role, now.Unix(), now.Add(time.Hour).Unix(), "j"
 	if c.Subject == "" {
 		c.Subject = "sub"
 	}
@@ -68,9 +68,9 @@ func (s signer) sign(t *testing.T, c oauth.Claims) string {
 
 func TestMiddleware(t *testing.T) {
 	s := newSigner(t)
-	code := s.sign(t, oauth.Claims{OrganizationID: orgA, ClientID: "c", Scopes: []string{"svc:orders:read", "svc:orders:write"}})
-	cc := s.sign(t, oauth.Claims{OrganizationID: orgA, ClientID: "c", Scopes: []string{"svc:orders:read"}, BranchIDs: []string{a1}, AppName: "Sync"})
-	user := s.sign(t, oauth.Claims{})
+	code := s.sign(t, bearer.Claims{OrganizationID: orgA, ClientID: "c", Scopes: []string{"svc:orders:read", "svc:orders:write"}})
+	cc := s.sign(t, bearer.Claims{OrganizationID: orgA, ClientID: "c", Scopes: []string{"svc:orders:read"}, BranchIDs: []string{a1}, AppName: "Sync"})
+	user := s.sign(t, bearer.Claims{})
 
 	var seen tenancy.Tenant
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +82,7 @@ func TestMiddleware(t *testing.T) {
 	mux := http.NewServeMux()
 	for _, st := range []tenancy.ScopeType{tenancy.Organization, tenancy.Branch, tenancy.BranchOrNull} {
 		mw := tenancy.Middleware(tenancy.Options{
-			Verifier: oauth.NewVerifier(s.keys, "https://i.test"), Branches: branches, ScopeType: st,
+			Verifier: &bearer.Verifier{Keys: s.keys, Issuer: "https://i.test"}, Branches: branches, ScopeType: st,
 			Scope: tenancy.ReadWrite("svc:orders:read", "svc:orders:write"),
 		})
 		mux.Handle("/"+st.String()+"/{scopeId}", mw(ok))
@@ -141,9 +141,9 @@ func TestMiddleware(t *testing.T) {
 
 func TestCoversAllBranches(t *testing.T) {
 	s := newSigner(t)
-	mw := func(claims oauth.Claims) bool {
+	mw := func(claims bearer.Claims) bool {
 		var covers bool
-		h := tenancy.Middleware(tenancy.Options{Verifier: oauth.NewVerifier(s.keys, "https://i.test"), Branches: branches, ScopeType: tenancy.BranchOrNull})(
+		h := tenancy.Middleware(tenancy.Options{Verifier: &bearer.Verifier{Keys: s.keys, Issuer: "https://i.test"}, Branches: branches, ScopeType: tenancy.BranchOrNull})(
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				tn, _ := tenancy.FromContext(r.Context())
 				var err error
@@ -156,18 +156,18 @@ func TestCoversAllBranches(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), req)
 		return covers
 	}
-	assert.True(t, mw(oauth.Claims{OrganizationID: orgA, ClientID: "c"}), "an authorization-code token sees every branch")
-	assert.True(t, mw(oauth.Claims{OrganizationID: orgA, ClientID: "c", AppName: "x", BranchIDs: []string{a1, a2}}))
-	assert.False(t, mw(oauth.Claims{OrganizationID: orgA, ClientID: "c", AppName: "x", BranchIDs: []string{a1}}))
+	assert.True(t, mw(bearer.Claims{OrganizationID: orgA, ClientID: "c"}), "an authorization-code token sees every branch")
+	assert.True(t, mw(bearer.Claims{OrganizationID: orgA, ClientID: "c", AppName: "x", BranchIDs: []string{a1, a2}}))
+	assert.False(t, mw(bearer.Claims{OrganizationID: orgA, ClientID: "c", AppName: "x", BranchIDs: []string{a1}}))
 }
 
 func TestBranchLookupFailure(t *testing.T) {
 	s := newSigner(t)
-	h := tenancy.Middleware(tenancy.Options{Verifier: oauth.NewVerifier(s.keys, "https://i.test"), Branches: failing{}, ScopeType: tenancy.Branch})(
+	h := tenancy.Middleware(tenancy.Options{Verifier: &bearer.Verifier{Keys: s.keys, Issuer: "https://i.test"}, Branches: failing{}, ScopeType: tenancy.Branch})(
 		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Fatal("must not be called") }))
 	req := httptest.NewRequest("GET", "/", nil)
 	req.SetPathValue("scopeId", a1)
-	req.Header.Set("Authorization", "Bearer "+s.sign(t, oauth.Claims{OrganizationID: orgA, ClientID: "c"}))
+	req.Header.Set("Authorization", "Bearer "+s.sign(t, bearer.Claims{OrganizationID: orgA, ClientID: "c"}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	assert.Equal(t, 500, rec.Code)

@@ -43,7 +43,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
@@ -115,7 +115,7 @@ func run(c config) error {
 
 // newHandler registers the resource and mounts its routes under /v1 and
 // /api/v1, beside its OpenAPI document.
-func newHandler(db *sql.DB, dialect query.Dialect, verifier *oauth.Verifier, issuer string) (http.Handler, error) {
+func newHandler(db *sql.DB, dialect query.Dialect, verifier *bearer.Verifier, issuer string) (http.Handler, error) {
 	reg := &resource.Registry{DB: db, Dialect: dialect, Verifier: verifier, Branches: branches{db}}
 	if err := reg.Register(inspections()); err != nil {
 		return nil, err
@@ -131,13 +131,13 @@ func newHandler(db *sql.DB, dialect query.Dialect, verifier *oauth.Verifier, iss
 }
 
 // keySet returns the key that verifies the token service's tokens:
-// oauth.SecretKey names it as the reference server names its --jwt-secret,
+// bearer.SecretKey names it as the reference server names its --jwt-secret,
 // so that its tokens are accepted.
-func keySet(secret string) (*oauth.KeySet, error) {
+func keySet(secret string) (*bearer.KeySet, error) {
 	if secret == "" {
 		return nil, errors.New("set -jwt-secret or WAYBILL_JWT_SECRET to the secret of the Waybill token service (at least 32 bytes)")
 	}
-	return oauth.NewKeySet(oauth.SecretKey([]byte(secret)))
+	return bearer.NewKeySet(bearer.SecretKey([]byte(secret)))
 }
 
 // newVerifier returns the verifier of the token service's tokens. Like the
@@ -146,17 +146,15 @@ func keySet(secret string) (*oauth.KeySet, error) {
 // refresh token, a user removed from the organization, an app whose tokens
 // were revoked), so that a revoked token is refused at once instead of at
 // its expiry. Client-credentials tokens have no family and cost no lookup.
-func newVerifier(keys *oauth.KeySet, issuer string, families oauth.FamilyChecker) *oauth.Verifier {
-	v := oauth.NewVerifier(keys, issuer)
-	v.Families = families
-	return v
+func newVerifier(keys *bearer.KeySet, issuer string, families bearer.FamilyChecker) *bearer.Verifier {
+	return &bearer.Verifier{Keys: keys, Issuer: issuer, Families: families}
 }
 
 // openFamilies opens the token service's database, named by its
 // --database-url (postgres://..., or sqlite://PATH for a SQLite file, read
 // only), as the FamilyChecker of newVerifier, and checks that it holds the
 // token service's tables. The returned function closes it.
-func openFamilies(ctx context.Context, dbURL string) (oauth.FamilyChecker, func(), error) {
+func openFamilies(ctx context.Context, dbURL string) (bearer.FamilyChecker, func(), error) {
 	driver, dsn, dialect := "pgx", dbURL, query.Postgres
 	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
 		path, ok := strings.CutPrefix(dbURL, "sqlite://")
@@ -189,11 +187,11 @@ func redacted(dbURL string) string {
 // devToken returns a client-credentials token for the development branch,
 // shaped as the token service issues them, valid for an hour. It is a
 // development aid: real clients get their tokens from the token service.
-func devToken(keys *oauth.KeySet, issuer string) (string, error) {
+func devToken(keys *bearer.KeySet, issuer string) (string, error) {
 	r := inspections()
 	now := time.Now()
-	return keys.Sign(&oauth.Claims{
-		Issuer: issuer, Subject: "dev-app", Audience: oauth.Audience, Role: oauth.Role,
+	return keys.Sign(&bearer.Claims{
+		Issuer: issuer, Subject: "dev-app", Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: uuid.Must(uuid.NewV7()).String(),
 		OrganizationID: devOrganization, ClientID: "dev-client", AppName: "customresource -print-token",
 		Scopes: []string{r.ReadScope(), r.WriteScope()}, BranchIDs: []string{devBranch},

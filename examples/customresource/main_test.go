@@ -16,6 +16,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 )
@@ -67,7 +68,7 @@ const devUser = "5eed0000-0000-4000-8000-00000000a5e1"
 // newTokenService returns a Waybill token service on the database
 // waybillURL, migrated, that signs with keys as the reference server
 // started with the same --jwt-secret does.
-func newTokenService(t *testing.T, waybillURL string, keys *oauth.KeySet) *oauth.Server {
+func newTokenService(t *testing.T, waybillURL string, keys *bearer.KeySet) *oauth.Server {
 	t.Helper()
 	driver, dsn, dialect := "pgx", waybillURL, query.Postgres
 	if path, ok := strings.CutPrefix(waybillURL, "sqlite://"); ok {
@@ -324,7 +325,7 @@ func TestKeySet(t *testing.T) {
 	require.NoError(t, err)
 	token, err := devToken(keys, testIssuer)
 	require.NoError(t, err)
-	c, err := oauth.NewVerifier(keys, testIssuer).Verify(context.Background(), token)
+	c, err := (&bearer.Verifier{Keys: keys, Issuer: testIssuer}).Verify(context.Background(), token)
 	require.NoError(t, err)
 	assert.True(t, c.ClientCredentials())
 	assert.Equal(t, []string{devBranch}, c.BranchIDs)

@@ -35,7 +35,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
 
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 )
@@ -141,10 +141,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // keySet returns the key set of the token service's --jwt-secret.
-// oauth.SecretKey names the raw secret as the waybill binary does, so that
+// bearer.SecretKey names the raw secret as the waybill binary does, so that
 // the kid of every token it signs names this key.
-func keySet(secret string) (*oauth.KeySet, error) {
-	return oauth.NewKeySet(oauth.SecretKey([]byte(secret)))
+func keySet(secret string) (*bearer.KeySet, error) {
+	return bearer.NewKeySet(bearer.SecretKey([]byte(secret)))
 }
 
 // newVerifier returns the verifier of the token service's tokens. Like
@@ -154,17 +154,15 @@ func keySet(secret string) (*oauth.KeySet, error) {
 // tokens were revoked), so that a revoked token is refused at once instead
 // of at its expiry. Client-credentials tokens have no family and cost no
 // lookup.
-func newVerifier(keys *oauth.KeySet, issuer string, families oauth.FamilyChecker) *oauth.Verifier {
-	v := oauth.NewVerifier(keys, issuer)
-	v.Families = families
-	return v
+func newVerifier(keys *bearer.KeySet, issuer string, families bearer.FamilyChecker) *bearer.Verifier {
+	return &bearer.Verifier{Keys: keys, Issuer: issuer, Families: families}
 }
 
 // openFamilies opens the token service's database, named by its
 // --database-url (postgres://..., or sqlite://PATH for a SQLite file, read
 // only), as the FamilyChecker of newVerifier, and checks that it holds the
 // token service's tables. The returned function closes it.
-func openFamilies(ctx context.Context, dbURL string) (oauth.FamilyChecker, func(), error) {
+func openFamilies(ctx context.Context, dbURL string) (bearer.FamilyChecker, func(), error) {
 	driver, dsn, dialect := "pgx", dbURL, query.Postgres
 	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
 		path, ok := strings.CutPrefix(dbURL, "sqlite://")

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
 )
@@ -358,8 +359,8 @@ func TestRun(t *testing.T) {
 	keys, err := keySet(secret)
 	require.NoError(t, err)
 	now := time.Now()
-	token, err := keys.Sign(&oauth.Claims{
-		Issuer: "http://127.0.0.1:8080", Subject: "app-1", Audience: oauth.Audience, Role: oauth.Role,
+	token, err := keys.Sign(&bearer.Claims{
+		Issuer: "http://127.0.0.1:8080", Subject: "app-1", Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1",
 		OrganizationID: orgA, ClientID: "client-1", Scopes: []string{"svc:drivers:read"},
 		BranchIDs: []string{a1}, AppName: "Fleet sync",

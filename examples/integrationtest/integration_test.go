@@ -23,7 +23,7 @@ import (
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
 	"github.com/waybillhq/waybill/examples/integrationtest"
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // ---- PostgreSQL for tests: copy this part. ----
@@ -116,7 +116,7 @@ const issuer = "https://tokens.test"
 // HTTP, and the key set that signs its tokens.
 type api struct {
 	url  string
-	keys *oauth.KeySet
+	keys *bearer.KeySet
 }
 
 // newAPI migrates a new database, adds the branches, and serves the
@@ -129,9 +129,9 @@ func newAPI(t *testing.T) *api {
 		_, err := db.Exec(`INSERT INTO branches (id, organization_id) VALUES ($1, $2)`, b[0], b[1])
 		require.NoError(t, err)
 	}
-	keys, err := oauth.NewKeySet(oauth.Key{ID: "test", Secret: []byte(strings.Repeat("k", oauth.MinKeyLength))})
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "test", Secret: []byte(strings.Repeat("k", bearer.MinKeyLength))})
 	require.NoError(t, err)
-	reg, err := integrationtest.NewRegistry(db, oauth.NewVerifier(keys, issuer))
+	reg, err := integrationtest.NewRegistry(db, &bearer.Verifier{Keys: keys, Issuer: issuer})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	reg.Mount(mux)
@@ -145,8 +145,8 @@ func newAPI(t *testing.T) *api {
 func (a *api) token(t *testing.T, org string, branches []string, scopes ...string) string {
 	t.Helper()
 	now := time.Now()
-	tok, err := a.keys.Sign(&oauth.Claims{
-		Issuer: issuer, Subject: "app-" + org[:2], Audience: oauth.Audience, Role: oauth.Role,
+	tok, err := a.keys.Sign(&bearer.Claims{
+		Issuer: issuer, Subject: "app-" + org[:2], Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: rand.Text(),
 		OrganizationID: org, ClientID: "client-" + org[:2], Scopes: scopes, BranchIDs: branches, AppName: "Helpdesk",
 	})

@@ -7,7 +7,7 @@
 // integration_test.go is the recipe to copy: each test gets a PostgreSQL
 // schema of its own (from WAYBILL_TEST_DATABASE_URL, else a container that
 // testcontainers-go starts), migrates it, serves the registry with
-// httptest, signs tokens with an oauth.KeySet, and checks create, list,
+// httptest, signs tokens with a bearer.KeySet, and checks create, list,
 // filters, the status flow and tenant isolation over HTTP.
 package integrationtest
 
@@ -50,7 +50,7 @@ func Tickets() *resource.Resource {
 
 // NewRegistry returns the API of the tickets over db, a PostgreSQL database
 // that Migrate has migrated. verifier checks the bearer tokens (an
-// *oauth.Verifier).
+// *bearer.Verifier).
 func NewRegistry(db *sql.DB, verifier tenancy.Verifier) (*resource.Registry, error) {
 	reg := &resource.Registry{DB: db, Dialect: query.Postgres, Verifier: verifier, Branches: Branches{DB: db}}
 	if err := reg.Register(Tickets()); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -34,29 +35,29 @@ func (s *Store) WithSealer(sealer *oauth.Sealer) *Store {
 }
 
 // SigningKey returns the signing key kept in the database, generating and
-// storing one with oauth.GenerateKey on first use. Every Store sharing the
+// storing one with bearer.GenerateKey on first use. Every Store sharing the
 // database gets the same key, even when several start at once: the key is
 // inserted only if the row is absent, then read back. With a sealer (see
 // WithSealer) the key is stored encrypted, and a key stored in plain text
 // is encrypted in place. A sealed key that the store cannot decrypt fails
 // with oauth.ErrUnknownSecretsKey (no secrets key, or not the one that
 // sealed it) or oauth.ErrUnsealFailed (the row was altered).
-func (s *Store) SigningKey(ctx context.Context) (oauth.Key, error) {
+func (s *Store) SigningKey(ctx context.Context) (bearer.Key, error) {
 	tx := s.autocommit()
 	row, err := findKey(ctx, tx, signingKeyName)
 	if errors.Is(err, oauth.ErrNotFound) {
 		row, err = s.generateKey(ctx, tx, signingKeyName)
 	}
 	if err != nil {
-		return oauth.Key{}, err
+		return bearer.Key{}, err
 	}
 	k, err := s.openKey(row)
 	if err != nil {
-		return oauth.Key{}, err
+		return bearer.Key{}, err
 	}
 	if row.sealedBy == "" && s.sealer != nil {
 		if err := updateKey(ctx, tx, s.sealKey(row.name, k), ""); err != nil {
-			return oauth.Key{}, err
+			return bearer.Key{}, err
 		}
 	}
 	return k, nil
@@ -65,7 +66,7 @@ func (s *Store) SigningKey(ctx context.Context) (oauth.Key, error) {
 // generateKey stores a new key under name unless one is stored there,
 // and returns the row stored: another process may have won the insert.
 func (s *Store) generateKey(ctx context.Context, tx *tx, name string) (keyRow, error) {
-	k, err := oauth.GenerateKey()
+	k, err := bearer.GenerateKey()
 	if err != nil {
 		return keyRow{}, err
 	}
@@ -127,7 +128,7 @@ func keyAD(name, id string) []byte {
 
 // sealKey returns the row that stores k under name: sealed with the
 // store's sealer, or in plain text without one.
-func (s *Store) sealKey(name string, k oauth.Key) keyRow {
+func (s *Store) sealKey(name string, k bearer.Key) keyRow {
 	row := keyRow{name: name, id: k.ID, secret: k.Secret}
 	if s.sealer != nil {
 		row.secret, row.sealedBy = s.sealer.Seal(k.Secret, keyAD(name, k.ID))
@@ -136,19 +137,19 @@ func (s *Store) sealKey(name string, k oauth.Key) keyRow {
 }
 
 // openKey returns the key that row stores, decrypted when sealed.
-func (s *Store) openKey(row keyRow) (oauth.Key, error) {
+func (s *Store) openKey(row keyRow) (bearer.Key, error) {
 	if row.sealedBy == "" {
-		return oauth.Key{ID: row.id, Secret: row.secret}, nil
+		return bearer.Key{ID: row.id, Secret: row.secret}, nil
 	}
 	if s.sealer == nil {
-		return oauth.Key{}, fmt.Errorf("sqlstore: key %q is encrypted with secrets key %s, and the store has no secrets key: %w",
+		return bearer.Key{}, fmt.Errorf("sqlstore: key %q is encrypted with secrets key %s, and the store has no secrets key: %w",
 			row.name, row.sealedBy, oauth.ErrUnknownSecretsKey)
 	}
 	secret, err := s.sealer.Open(row.secret, keyAD(row.name, row.id), row.sealedBy)
 	if err != nil {
-		return oauth.Key{}, fmt.Errorf("sqlstore: key %q: %w", row.name, err)
+		return bearer.Key{}, fmt.Errorf("sqlstore: key %q: %w", row.name, err)
 	}
-	return oauth.Key{ID: row.id, Secret: secret}, nil
+	return bearer.Key{ID: row.id, Secret: secret}, nil
 }
 
 // keyColumns are the columns scanKey reads, in its order.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 )
 
@@ -53,7 +54,7 @@ func TestSealedSigningKey(t *testing.T) {
 				s := newStore(t, db, dc.dialect).WithSealer(sealer)
 				key, err := s.SigningKey(t.Context())
 				require.NoError(t, err)
-				assert.GreaterOrEqual(t, len(key.Secret), oauth.MinKeyLength)
+				assert.GreaterOrEqual(t, len(key.Secret), bearer.MinKeyLength)
 
 				stored := readStoredKey(t, db)
 				assert.Equal(t, key.ID, stored.id)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/oauthtest"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
@@ -103,7 +104,7 @@ func TestSigningKey(t *testing.T) {
 				first, err := s.SigningKey(t.Context())
 				require.NoError(t, err)
 				assert.NotEmpty(t, first.ID)
-				assert.GreaterOrEqual(t, len(first.Secret), oauth.MinKeyLength)
+				assert.GreaterOrEqual(t, len(first.Secret), bearer.MinKeyLength)
 				second, err := s.SigningKey(t.Context())
 				require.NoError(t, err)
 				assert.Equal(t, first, second)
@@ -112,7 +113,7 @@ func TestSigningKey(t *testing.T) {
 				t.Parallel()
 				const replicas = 4
 				dbs := dc.shared(t, replicas)
-				keys := make([]oauth.Key, replicas)
+				keys := make([]bearer.Key, replicas)
 				errs := make([]error, replicas)
 				start := make(chan struct{})
 				var wg sync.WaitGroup

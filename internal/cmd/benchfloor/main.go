@@ -17,7 +17,7 @@
 //     Basic client authentication and a form body. One SELECT of the app by
 //     client_id from oauth_apps, the SHA-256 of the secret compared in
 //     constant time with secret_hash, and an HS256 token of the claims the
-//     waybill server signs (package oauth's Claims), signed with the raw
+//     waybill server signs (oauth/bearer's Claims), signed with the raw
 //     key the server takes as --jwt-secret, answered with the same fields.
 //
 // Usage:

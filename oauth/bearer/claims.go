@@ -1,16 +1,11 @@
-package oauth
+package bearer
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-
-	apierrors "github.com/waybillhq/waybill/errors"
 )
 
 // Audience and Role are the aud and role claims of every token.
@@ -18,35 +13,6 @@ const (
 	Audience = "authenticated"
 	Role     = "authenticated"
 )
-
-// KeySet is the set of HS256 keys: the current one signs, and every key in
-// the set verifies, so keys rotate without downtime. Put the new key in
-// Current and the old one in Previous until the last token it signed has
-// expired (one access token lifetime).
-type KeySet struct {
-	current Key
-	byID    map[string][]byte
-}
-
-// NewKeySet returns a key set that signs with current and verifies with
-// current and previous. Every key needs an id, unique in the set, and a
-// secret of at least MinKeyLength bytes.
-func NewKeySet(current Key, previous ...Key) (*KeySet, error) {
-	ks := &KeySet{current: current, byID: map[string][]byte{}}
-	for _, k := range append([]Key{current}, previous...) {
-		if k.ID == "" {
-			return nil, errors.New("oauth: a key needs an id")
-		}
-		if len(k.Secret) < MinKeyLength {
-			return nil, fmt.Errorf("oauth: key %q is %d bytes; HS256 keys need at least %d", k.ID, len(k.Secret), MinKeyLength)
-		}
-		if _, dup := ks.byID[k.ID]; dup {
-			return nil, fmt.Errorf("oauth: key id %q is used twice", k.ID)
-		}
-		ks.byID[k.ID] = append([]byte(nil), k.Secret...)
-	}
-	return ks, nil
-}
 
 // The grants an OAuth access token comes from: the values of its
 // oauth_grant_type claim.
@@ -219,139 +185,4 @@ func (c *Claims) GetSubject() (string, error) { return c.Subject, nil }
 // GetAudience implements jwt.Claims.
 func (c *Claims) GetAudience() (jwt.ClaimStrings, error) {
 	return jwt.ClaimStrings{c.Audience}, nil
-}
-
-// Sign signs claims with the current key, naming it in the kid header. It
-// refuses claims whose grant does not fit them: a Grant on a token without
-// ClientID, an unknown Grant, or BranchIDs on an authorization-code token.
-func (ks *KeySet) Sign(c *Claims) (string, error) {
-	if problem := c.checkGrant(c.grant() == GrantClientCredentials || c.BranchIDs != nil); problem != "" {
-		return "", fmt.Errorf("oauth: sign: %s", problem)
-	}
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
-	t.Header["kid"] = ks.current.ID
-	s, err := t.SignedString(ks.current.Secret)
-	if err != nil {
-		return "", fmt.Errorf("oauth: sign: %w", err)
-	}
-	return s, nil
-}
-
-// FamilyChecker tells whether a refresh token family is revoked. A
-// RefreshStore is one.
-type FamilyChecker interface {
-	FamilyRevoked(ctx context.Context, familyID string) (bool, error)
-}
-
-// Verifier checks bearer tokens: HS256 only, signed by a key of the set
-// (named by kid), issued by Issuer, for the audience "authenticated", not
-// expired. Every other algorithm, none included, is refused.
-type Verifier struct {
-	// Keys verify the signature.
-	Keys *KeySet
-	// Issuer is the required iss claim.
-	Issuer string
-	// Families, when set, refuses authorization-code tokens whose refresh
-	// family was revoked (a replayed code, a reused refresh token). Nil
-	// skips the check, which then costs nothing.
-	Families FamilyChecker
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-
-	parser *jwt.Parser
-}
-
-var validMethods = []string{jwt.SigningMethodHS256.Alg()}
-
-// NewVerifier returns a Verifier for tokens of issuer signed by keys. Set
-// Families and Now before the first Verify, if at all.
-func NewVerifier(keys *KeySet, issuer string) *Verifier {
-	v := &Verifier{Keys: keys, Issuer: issuer}
-	v.parser = v.newParser()
-	return v
-}
-
-func (v *Verifier) newParser() *jwt.Parser {
-	return jwt.NewParser(
-		jwt.WithValidMethods(validMethods),
-		jwt.WithAudience(Audience),
-		jwt.WithIssuer(v.Issuer),
-		jwt.WithExpirationRequired(),
-		jwt.WithTimeFunc(v.now),
-	)
-}
-
-func (v *Verifier) now() time.Time {
-	if v.Now != nil {
-		return v.Now()
-	}
-	return time.Now()
-}
-
-// Verify checks token and returns its claims, whose Grant it sets. The
-// grant must fit the claims: a client-credentials token carries
-// oauth_branch_ids (possibly empty), an authorization-code token does not,
-// and a product user token names no grant. Every failure is a 401
-// invalid_token *apierrors.Error whose description says what is wrong
-// without echoing the token.
-func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
-	p := v.parser
-	if p == nil { // a Verifier literal
-		p = v.newParser()
-	}
-	var c Claims
-	if _, err := p.ParseWithClaims(token, &c, v.key); err != nil {
-		return nil, apierrors.InvalidToken("%s", describeJWTError(err))
-	}
-	if c.Subject == "" || c.ID == "" {
-		return nil, apierrors.InvalidToken("the token lacks sub or jti")
-	}
-	if problem := c.checkGrant(c.BranchIDs != nil); problem != "" {
-		return nil, apierrors.InvalidToken("%s", problem)
-	}
-	c.Grant = c.grant()
-	if v.Families != nil {
-		if family := c.FamilyID(); family != "" {
-			revoked, err := v.Families.FamilyRevoked(ctx, family)
-			if err != nil {
-				return nil, apierrors.Internal(fmt.Errorf("oauth: check token family: %w", err))
-			}
-			if revoked {
-				return nil, apierrors.InvalidToken("the token was revoked")
-			}
-		}
-	}
-	return &c, nil
-}
-
-func (v *Verifier) key(t *jwt.Token) (any, error) {
-	kid, _ := t.Header["kid"].(string)
-	secret, ok := v.Keys.byID[kid]
-	if !ok {
-		return nil, errUnknownKey
-	}
-	return secret, nil
-}
-
-var errUnknownKey = errors.New("unknown kid")
-
-// describeJWTError turns golang-jwt's errors into a short description.
-func describeJWTError(err error) string {
-	switch {
-	case errors.Is(err, jwt.ErrTokenMalformed):
-		return "the token is malformed"
-	case errors.Is(err, errUnknownKey):
-		return "the token is signed with an unknown key"
-	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
-		return "the token signature is invalid or uses an algorithm other than HS256"
-	case errors.Is(err, jwt.ErrTokenExpired):
-		return "the token has expired"
-	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return "the token is not for this audience"
-	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
-		return "the token is from another issuer"
-	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-		return "the token lacks a required claim"
-	}
-	return "the token is invalid"
 }

@@ -1,4 +1,4 @@
-package oauth_test
+package bearer_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -15,27 +16,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 const testIssuer = "https://issuer.test"
 
-func testKey(id string, fill byte) oauth.Key {
-	return oauth.Key{ID: id, Secret: []byte(strings.Repeat(string([]byte{fill}), 32))}
+func testKey(id string, fill byte) bearer.Key {
+	return bearer.Key{ID: id, Secret: []byte(strings.Repeat(string([]byte{fill}), 32))}
 }
 
-func mustKeySet(t testing.TB, current oauth.Key, previous ...oauth.Key) *oauth.KeySet {
-	ks, err := oauth.NewKeySet(current, previous...)
+func mustKeySet(t testing.TB, current bearer.Key, previous ...bearer.Key) *bearer.KeySet {
+	ks, err := bearer.NewKeySet(current, previous...)
 	require.NoError(t, err)
 	return ks
 }
 
-func ccClaims(now time.Time) *oauth.Claims {
-	return &oauth.Claims{
-		Issuer: testIssuer, Subject: "app-1", Audience: oauth.Audience, Role: oauth.Role,
+func ccClaims(now time.Time) *bearer.Claims {
+	return &bearer.Claims{
+		Issuer: testIssuer, Subject: "app-1", Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1",
 		OrganizationID: "org-1", ClientID: "client-1", Scopes: []string{"svc:orders:read"},
-		BranchIDs: []string{"b1"}, AppName: "Sync", Grant: oauth.GrantClientCredentials,
+		BranchIDs: []string{"b1"}, AppName: "Sync", Grant: bearer.GrantClientCredentials,
 	}
 }
 
@@ -58,13 +59,13 @@ func rawToken(t *testing.T, header map[string]any, claims any, secret []byte) st
 }
 
 func TestNewKeySet(t *testing.T) {
-	_, err := oauth.NewKeySet(oauth.Key{ID: "k", Secret: make([]byte, 31)})
+	_, err := bearer.NewKeySet(bearer.Key{ID: "k", Secret: make([]byte, 31)})
 	assert.ErrorContains(t, err, "at least 32")
-	_, err = oauth.NewKeySet(oauth.Key{Secret: make([]byte, 32)})
+	_, err = bearer.NewKeySet(bearer.Key{Secret: make([]byte, 32)})
 	assert.ErrorContains(t, err, "needs an id")
-	_, err = oauth.NewKeySet(testKey("k", 1), testKey("k", 2))
+	_, err = bearer.NewKeySet(testKey("k", 1), testKey("k", 2))
 	assert.ErrorContains(t, err, "used twice")
-	k, err := oauth.GenerateKey()
+	k, err := bearer.GenerateKey()
 	require.NoError(t, err)
 	assert.Len(t, k.Secret, 32)
 	assert.NotEmpty(t, k.ID)
@@ -74,7 +75,7 @@ func TestVerify(t *testing.T) {
 	now := time.Now()
 	current, old, stranger := testKey("k2", 2), testKey("k1", 1), testKey("k1", 9)
 	ks := mustKeySet(t, current, old)
-	v := oauth.NewVerifier(ks, testIssuer)
+	v := &bearer.Verifier{Keys: ks, Issuer: testIssuer}
 
 	good, err := ks.Sign(ccClaims(now))
 	require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestVerify(t *testing.T) {
 	assert.True(t, c.ClientCredentials())
 	assert.Equal(t, []string{"b1"}, c.BranchIDs)
 
-	signedBy := func(k oauth.Key, mutate func(*oauth.Claims)) string {
+	signedBy := func(k bearer.Key, mutate func(*bearer.Claims)) string {
 		cl := ccClaims(now)
 		if mutate != nil {
 			mutate(cl)
@@ -110,11 +111,11 @@ func TestVerify(t *testing.T) {
 		{"signed by a previous key", signedBy(old, nil), ""},
 		{"unknown kid", signedBy(testKey("k9", 2), nil), "unknown key"},
 		{"known kid, wrong secret", signedBy(stranger, nil), "signature is invalid"},
-		{"expired", signedBy(current, func(c *oauth.Claims) { c.ExpiresAt = now.Add(-time.Second).Unix() }), "expired"},
+		{"expired", signedBy(current, func(c *bearer.Claims) { c.ExpiresAt = now.Add(-time.Second).Unix() }), "expired"},
 		{"no exp", rawToken(t, header, map[string]any{"iss": testIssuer, "sub": "x", "aud": "authenticated", "jti": "j"}, current.Secret), "required claim"},
-		{"wrong audience", signedBy(current, func(c *oauth.Claims) { c.Audience = "service_role" }), "audience"},
-		{"wrong issuer", signedBy(current, func(c *oauth.Claims) { c.Issuer = "https://evil.test" }), "issuer"},
-		{"no subject", signedBy(current, func(c *oauth.Claims) { c.Subject = "" }), "sub or jti"},
+		{"wrong audience", signedBy(current, func(c *bearer.Claims) { c.Audience = "service_role" }), "audience"},
+		{"wrong issuer", signedBy(current, func(c *bearer.Claims) { c.Issuer = "https://evil.test" }), "issuer"},
+		{"no subject", signedBy(current, func(c *bearer.Claims) { c.Subject = "" }), "sub or jti"},
 		{"alg none", rawToken(t, map[string]any{"alg": "none", "typ": "JWT", "kid": "k2"}, ccClaims(now), nil), "algorithm other than HS256"},
 		{"alg none with a signature", rawToken(t, map[string]any{"alg": "none", "kid": "k2"}, ccClaims(now), current.Secret), "algorithm other than HS256"},
 		{"alg HS512 with the right key", func() string {
@@ -165,9 +166,9 @@ func TestClaimsJSON(t *testing.T) {
 	assert.Len(t, m, 13)
 	assert.Equal(t, "client_credentials", m["oauth_grant_type"])
 
-	code := &oauth.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated",
+	code := &bearer.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated",
 		IssuedAt: now.Unix(), ExpiresAt: now.Unix() + 3600, ID: "fam.x", OrganizationID: "o", ClientID: "c",
-		Grant: oauth.GrantAuthorizationCode}
+		Grant: bearer.GrantAuthorizationCode}
 	b, err = json.Marshal(code)
 	require.NoError(t, err)
 	m = nil
@@ -179,7 +180,7 @@ func TestClaimsJSON(t *testing.T) {
 	assert.Len(t, m, 11)
 	assert.Equal(t, "fam", code.FamilyID())
 
-	user := &oauth.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated", ID: "j"}
+	user := &bearer.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated", ID: "j"}
 	b, err = json.Marshal(user)
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "oauth_")
@@ -188,11 +189,93 @@ func TestClaimsJSON(t *testing.T) {
 }
 
 func TestSecretKey(t *testing.T) {
-	a := oauth.SecretKey([]byte(strings.Repeat("a", 32)))
-	assert.Equal(t, a, oauth.SecretKey([]byte(strings.Repeat("a", 32))), "every holder of the secret names it alike")
-	assert.NotEqual(t, a.ID, oauth.SecretKey([]byte(strings.Repeat("b", 32))).ID)
+	a := bearer.SecretKey([]byte(strings.Repeat("a", 32)))
+	assert.Equal(t, a, bearer.SecretKey([]byte(strings.Repeat("a", 32))), "every holder of the secret names it alike")
+	assert.NotEqual(t, a.ID, bearer.SecretKey([]byte(strings.Repeat("b", 32))).ID)
 	assert.Regexp(t, `^s-[0-9a-f]{12}$`, a.ID)
 	assert.NotContains(t, a.ID, "aaaa", "the id does not reveal the secret")
-	_, err := oauth.NewKeySet(oauth.SecretKey([]byte("short")))
+	_, err := bearer.NewKeySet(bearer.SecretKey([]byte("short")))
 	assert.ErrorContains(t, err, "at least 32")
+}
+
+// families is a FamilyChecker over a set of revoked families.
+type families map[string]bool
+
+func (f families) FamilyRevoked(_ context.Context, id string) (bool, error) {
+	if id == "broken" {
+		return false, errors.New("store down")
+	}
+	return f[id], nil
+}
+
+// A Verifier reads its fields at every call: there is no state built once
+// that a later change would leave stale.
+func TestVerifierFields(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0) // long past
+	key := testKey("k", 4)
+	ks := mustKeySet(t, key)
+	sign := func(mutate func(*bearer.Claims)) string {
+		c := ccClaims(now)
+		if mutate != nil {
+			mutate(c)
+		}
+		s, err := ks.Sign(c)
+		require.NoError(t, err)
+		return s
+	}
+	code := func(jti string) string {
+		return sign(func(c *bearer.Claims) {
+			c.ID, c.BranchIDs, c.AppName, c.Grant = jti, nil, "", bearer.GrantAuthorizationCode
+		})
+	}
+	clock := func(t time.Time) func() time.Time { return func() time.Time { return t } }
+
+	cases := []struct {
+		name   string
+		v      bearer.Verifier
+		token  string
+		status int // 0: accepted
+		want   string
+	}{
+		{"issuer and clock set", bearer.Verifier{Keys: ks, Issuer: testIssuer, Now: clock(now)}, sign(nil), 0, ""},
+		{"the clock decides expiry", bearer.Verifier{Keys: ks, Issuer: testIssuer, Now: clock(now.Add(2 * time.Hour))}, sign(nil), 401, "expired"},
+		{"a zero Now is the wall clock", bearer.Verifier{Keys: ks, Issuer: testIssuer}, sign(nil), 401, "expired"},
+		{"another issuer", bearer.Verifier{Keys: ks, Issuer: "https://other.test", Now: clock(now)}, sign(nil), 401, "issuer"},
+		{"no issuer", bearer.Verifier{Keys: ks, Now: clock(now)}, sign(nil), 500, ""},
+		{"no keys", bearer.Verifier{Issuer: testIssuer, Now: clock(now)}, sign(nil), 500, ""},
+		{"a live family", bearer.Verifier{Keys: ks, Issuer: testIssuer, Now: clock(now), Families: families{"gone": true}}, code("live.x"), 0, ""},
+		{"a revoked family", bearer.Verifier{Keys: ks, Issuer: testIssuer, Now: clock(now), Families: families{"gone": true}}, code("gone.x"), 401, "revoked"},
+		{"a revoked family, unchecked", bearer.Verifier{Keys: ks, Issuer: testIssuer, Now: clock(now)}, code("gone.x"), 0, ""},
+		{"the family check fails", bearer.Verifier{Keys: ks, Issuer: testIssuer, Now: clock(now), Families: families{}}, code("broken.x"), 500, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tc.v.Verify(context.Background(), tc.token)
+			if tc.status == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, testIssuer, c.Issuer)
+				return
+			}
+			e, ok := apierrors.As(err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, tc.status, e.Status)
+			assert.Contains(t, e.Description, tc.want)
+		})
+	}
+
+	v := &bearer.Verifier{Keys: ks, Issuer: testIssuer, Now: clock(now)}
+	_, err := v.Verify(context.Background(), sign(nil))
+	require.NoError(t, err)
+	v.Issuer = "https://other.test"
+	_, err = v.Verify(context.Background(), sign(nil))
+	assert.ErrorContains(t, err, "another issuer", "a changed Issuer takes effect at the next call")
+}
+
+func TestDerive(t *testing.T) {
+	a, b := mustKeySet(t, testKey("a", 1)), mustKeySet(t, testKey("b", 2), testKey("a", 1))
+	assert.Len(t, a.Derive("session"), 32)
+	assert.Equal(t, a.Derive("session"), mustKeySet(t, testKey("a", 1)).Derive("session"), "the same key derives alike")
+	assert.NotEqual(t, a.Derive("session"), a.Derive("csrf"), "one key per purpose")
+	assert.NotEqual(t, a.Derive("session"), b.Derive("session"), "rotating the signing key rotates the derived keys")
+	assert.NotEqual(t, testKey("a", 1).Secret, a.Derive(""), "never the signing key itself")
 }

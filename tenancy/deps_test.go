@@ -1,0 +1,51 @@
+package tenancy_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The middleware links in what checking a token needs (oauth/bearer), not
+// the token service: not package oauth, nor the templates of its login and
+// consent pages.
+func TestDependencies(t *testing.T) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the go command is needed to list the dependencies of tenancy: %v", err)
+		}
+		t.Skipf("skipped: the go command is not on PATH (%v)", err)
+	}
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	require.NoError(t, err, "go list -deps")
+	deps := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		deps[p] = true
+	}
+
+	cases := []struct {
+		pkg  string
+		want bool
+	}{
+		{"github.com/waybillhq/waybill/oauth/bearer", true},
+		{"github.com/waybillhq/waybill/oauth", false},
+		{"github.com/waybillhq/waybill/oauth/sqlstore", false},
+		{"html/template", false},
+		{"text/template", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.pkg, func(t *testing.T) {
+			assert.Equal(t, tc.want, deps[tc.pkg], "go list -deps ./tenancy lists %s", tc.pkg)
+		})
+	}
+	for p := range deps {
+		if strings.HasPrefix(p, "github.com/waybillhq/waybill/oauth/") && p != "github.com/waybillhq/waybill/oauth/bearer" {
+			t.Errorf("tenancy depends on %s; only oauth/bearer of the oauth tree is allowed", p)
+		}
+	}
+}
