@@ -18,11 +18,11 @@ import (
 //     free text that nobody orders by (comments, descriptions, addresses,
 //     phone numbers) is not sortable;
 //   - a field that a client may leave out and that has no natural "unknown"
-//     gets a default on create (defaults), so a record never holds NULL
-//     where the field is not Nullable;
+//     gets a default on create (resource.Default), so a record never holds
+//     NULL where the field is not Nullable;
 //   - numbers are bounded below by 0 and above by what their column holds,
-//     and rounded to the column's scale before they are stored (rounded), so
-//     that PostgreSQL and SQLite keep the same value;
+//     and rounded to the column's scale before they are stored
+//     (resource.Rounded), so that PostgreSQL and SQLite keep the same value;
 //   - generated numbers (quotation_number, ...) are never writable.
 
 // Upper bounds of numeric fields, inside what their columns hold
