@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -234,9 +236,9 @@ func Sum(total string, parts ...string) Hooks {
 
 // LockedUnless returns hooks that freeze a record once its Enum field
 // status has left state: an update may then change the status only
-// (invalid_update), and the record can no longer be deleted (400
-// invalid_request). An issued invoice, say, is cancelled, not edited or
-// removed.
+// (invalid_update, naming the first other field in name order), and the
+// record can no longer be deleted (400 invalid_request). An issued
+// invoice, say, is cancelled, not edited or removed.
 func LockedUnless(status, state string) Hooks {
 	return Hooks{
 		BeforeUpdate: func(_ context.Context, _ *sql.Tx, w *Write) error {
@@ -244,7 +246,7 @@ func LockedUnless(status, state string) Hooks {
 			if current == state {
 				return nil
 			}
-			for field := range w.Changes {
+			for _, field := range slices.Sorted(maps.Keys(w.Changes)) {
 				if field != status {
 					return apierrors.InvalidUpdate("%s: a record that is %s can only change its %s", field, current, status)
 				}

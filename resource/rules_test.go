@@ -145,9 +145,9 @@ func ExampleCombine_rules() {
 	}
 	fmt.Println(w.Changes["name"], w.Changes["currency"], w.Changes["status"], w.Changes["total"])
 
-	w = &resource.Write{Current: resource.Record{"status": "issued"}, Changes: resource.Record{"net": 1.0}}
+	w = &resource.Write{Current: resource.Record{"status": "issued"}, Changes: resource.Record{"name": "April"}}
 	fmt.Println(hooks.BeforeUpdate(context.Background(), nil, w))
 	// Output:
 	// March USD draft 119
-	// invalid_update: net: a record that is issued can only change its status
+	// invalid_update: name: a record that is issued can only change its status
 }
