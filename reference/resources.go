@@ -18,11 +18,11 @@ import (
 //     free text that nobody orders by (comments, descriptions, addresses,
 //     phone numbers) is not sortable;
 //   - a field that a client may leave out and that has no natural "unknown"
-//     gets a default on create (defaults), so a record never holds NULL
-//     where the field is not Nullable;
+//     gets a default on create (resource.Default), so a record never holds
+//     NULL where the field is not Nullable;
 //   - numbers are bounded below by 0 and above by what their column holds,
-//     and rounded to the column's scale before they are stored (rounded), so
-//     that PostgreSQL and SQLite keep the same value;
+//     and rounded to the column's scale before they are stored
+//     (resource.Rounded), so that PostgreSQL and SQLite keep the same value;
 //   - generated numbers (quotation_number, ...) are never writable.
 
 // Upper bounds of numeric fields, inside what their columns hold
@@ -159,10 +159,10 @@ func vehiclesResource() *resource.Resource {
 				Description: "Whether the vehicle is in service. Default true."},
 		},
 		Hooks: resource.Combine(
-			defaults(resource.Record{"capacity_kg": 0.0, "capacity_m3": 0.0, "active": true}),
-			upperCase("plate"),
-			text("plate"),
-			rounded(map[string]int{"capacity_kg": 3, "capacity_m3": 3}),
+			resource.Default(resource.Record{"capacity_kg": 0.0, "capacity_m3": 0.0, "active": true}),
+			resource.Upper("plate"),
+			resource.Trim("plate"),
+			resource.Rounded(map[string]int{"capacity_kg": 3, "capacity_m3": 3}),
 		),
 	}
 }
@@ -190,8 +190,8 @@ func accountsResource() *resource.Resource {
 				Description: "Free-text note; null when there is none."},
 		},
 		Hooks: resource.Combine(
-			defaults(resource.Record{"email": "", "phone": "", "account_type": "customer", "status": "active"}),
-			text("company_name"),
+			resource.Default(resource.Record{"email": "", "phone": "", "account_type": "customer", "status": "active"}),
+			resource.Trim("company_name"),
 			emailAddress("email"),
 		),
 	}
@@ -270,9 +270,9 @@ func quotationsResource() *resource.Resource {
 		},
 		Hooks: resource.Combine(
 			resource.StatusFlow("status", "draft", quotationFlow),
-			defaults(resource.Record{"total_weight_kg": 0.0, "total_volume_m3": 0.0, "total_packages": int64(0)}),
-			rounded(map[string]int{"total_weight_kg": 3, "total_volume_m3": 3}),
-			notBefore("valid_until", "quotation_date"),
+			resource.Default(resource.Record{"total_weight_kg": 0.0, "total_volume_m3": 0.0, "total_packages": int64(0)}),
+			resource.Rounded(map[string]int{"total_weight_kg": 3, "total_volume_m3": 3}),
+			resource.NotBefore("valid_until", "quotation_date"),
 			numbered("quotation_number", "Q", "quotation"),
 		),
 	}
@@ -301,9 +301,9 @@ func projectsResource() *resource.Resource {
 				Description: "Free-text description; null when none."},
 		},
 		Hooks: resource.Combine(
-			defaults(resource.Record{"status": "active"}),
-			text("name"),
-			notBefore("end_date", "start_date"),
+			resource.Default(resource.Record{"status": "active"}),
+			resource.Trim("name"),
+			resource.NotBefore("end_date", "start_date"),
 		),
 	}
 }
@@ -348,12 +348,12 @@ func ordersResource() *resource.Resource {
 		},
 		Hooks: resource.Combine(
 			resource.StatusFlow("status", "draft", orderFlow),
-			defaults(resource.Record{"weight_kg": 0.0, "volume_m3": 0.0, "packages": int64(0)}),
-			text("pickup_address", "delivery_address"),
-			rounded(map[string]int{"weight_kg": 3, "volume_m3": 3}),
-			notBefore("pickup_until", "pickup_from"),
-			notBefore("delivery_from", "pickup_from"),
-			notBefore("delivery_until", "delivery_from"),
+			resource.Default(resource.Record{"weight_kg": 0.0, "volume_m3": 0.0, "packages": int64(0)}),
+			resource.Trim("pickup_address", "delivery_address"),
+			resource.Rounded(map[string]int{"weight_kg": 3, "volume_m3": 3}),
+			resource.NotBefore("pickup_until", "pickup_from"),
+			resource.NotBefore("delivery_from", "pickup_from"),
+			resource.NotBefore("delivery_until", "delivery_from"),
 			numbered("order_number", "O", "order"),
 		),
 	}
@@ -385,8 +385,8 @@ func shipmentsResource() *resource.Resource {
 		},
 		Hooks: resource.Combine(
 			resource.StatusFlow("status", "planned", shipmentFlow),
-			defaults(resource.Record{"weight_kg": 0.0, "volume_m3": 0.0, "packages": int64(0)}),
-			rounded(map[string]int{"weight_kg": 3, "volume_m3": 3}),
+			resource.Default(resource.Record{"weight_kg": 0.0, "volume_m3": 0.0, "packages": int64(0)}),
+			resource.Rounded(map[string]int{"weight_kg": 3, "volume_m3": 3}),
 			stampOnStatus("status", "delivered", "delivered_at"),
 			numbered("tracking_number", "S", "shipment"),
 		),
@@ -423,8 +423,8 @@ func tripsResource() *resource.Resource {
 			resource.StatusFlow("status", "planned", tripFlow),
 			stampOnStatus("status", "in_progress", "actual_start"),
 			stampOnStatus("status", "completed", "actual_end"),
-			notBefore("planned_end", "planned_start"),
-			notBefore("actual_end", "actual_start"),
+			resource.NotBefore("planned_end", "planned_start"),
+			resource.NotBefore("actual_end", "actual_start"),
 			numbered("trip_number", "T", "trip"),
 		),
 	}
@@ -459,13 +459,13 @@ func invoicesResource() *resource.Resource {
 				Description: "draft (default), issued, paid, overdue or cancelled; moves only along the status flow."},
 		},
 		Hooks: resource.Combine(
-			lockedUnless("status", "draft"),
+			resource.LockedUnless("status", "draft"),
 			resource.StatusFlow("status", "draft", invoiceFlow),
-			defaults(resource.Record{"currency": "EUR", "net_amount": 0.0, "tax_amount": 0.0}),
+			resource.Default(resource.Record{"currency": "EUR", "net_amount": 0.0, "tax_amount": 0.0}),
 			currencyCode("currency"),
-			rounded(map[string]int{"net_amount": 2, "tax_amount": 2, "total_amount": 2}),
-			sumOf("total_amount", "net_amount", "tax_amount"),
-			notBefore("due_date", "invoice_date"),
+			resource.Rounded(map[string]int{"net_amount": 2, "tax_amount": 2, "total_amount": 2}),
+			resource.Sum("total_amount", "net_amount", "tax_amount"),
+			resource.NotBefore("due_date", "invoice_date"),
 			numbered("invoice_number", "INV", "invoice"),
 		),
 	}
@@ -493,9 +493,9 @@ func itemsResource() *resource.Resource {
 				Description: "Volume of one unit in cubic metres (3 decimals). Default 0."},
 		},
 		Hooks: resource.Combine(
-			defaults(resource.Record{"unit": "pcs", "weight_kg": 0.0, "volume_m3": 0.0}),
-			text("name", "unit"),
-			rounded(map[string]int{"weight_kg": 3, "volume_m3": 3}),
+			resource.Default(resource.Record{"unit": "pcs", "weight_kg": 0.0, "volume_m3": 0.0}),
+			resource.Trim("name", "unit"),
+			resource.Rounded(map[string]int{"weight_kg": 3, "volume_m3": 3}),
 		),
 	}
 }
@@ -525,11 +525,11 @@ func tariffsResource() *resource.Resource {
 				Description: "Last day the tariff applies, YYYY-MM-DD; not before valid_from; null when open-ended."},
 		},
 		Hooks: resource.Combine(
-			defaults(resource.Record{"price_per_kg": 0.0, "price_per_m3": 0.0, "minimum_price": 0.0, "currency": "EUR"}),
-			text("name"),
+			resource.Default(resource.Record{"price_per_kg": 0.0, "price_per_m3": 0.0, "minimum_price": 0.0, "currency": "EUR"}),
+			resource.Trim("name"),
 			currencyCode("currency"),
-			rounded(map[string]int{"price_per_kg": 4, "price_per_m3": 4, "minimum_price": 2}),
-			notBefore("valid_until", "valid_from"),
+			resource.Rounded(map[string]int{"price_per_kg": 4, "price_per_m3": 4, "minimum_price": 2}),
+			resource.NotBefore("valid_until", "valid_from"),
 		),
 	}
 }
@@ -551,9 +551,9 @@ func zonesResource() *resource.Resource {
 				Description: "Last postal code of the zone, compared as text; not before postal_code_from; null for no upper end."},
 		},
 		Hooks: resource.Combine(
-			text("name"),
+			resource.Trim("name"),
 			countryCode("country_code"),
-			notBefore("postal_code_to", "postal_code_from"),
+			resource.NotBefore("postal_code_to", "postal_code_from"),
 		),
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -138,7 +139,9 @@ func TestOpenAPIDocument(t *testing.T) {
 func TestOpenAPIRoutes(t *testing.T) {
 	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
 	mux := http.NewServeMux()
-	openAPIRegistry(t).Mount(mux)
+	reg := openAPIRegistry(t)
+	reg.Verifier, reg.Branches = &bearer.Verifier{}, branches{} // Mount needs them; no request is served
+	reg.Mount(mux)
 	paths := oaObj(t, doc, "paths")
 	const scope, id = "0a000000-0000-4000-8000-0000000000a1", "0c000000-0000-4000-8000-00000000000c"
 

@@ -99,7 +99,8 @@ func (g *Registry) now() time.Time {
 //	DELETE {prefix}/{scopeId}/{resource}/{id}   delete
 //
 // Other methods, and every write to a read-only resource, get 405 with an
-// Allow header.
+// Allow header. Mount panics when the registry has no Verifier, or no
+// Branches while a resource is branch-scoped (see tenancy.Middleware).
 func (g *Registry) Mount(mux *http.ServeMux) {
 	for _, r := range g.resources {
 		mw := tenancy.Middleware(tenancy.Options{

@@ -24,6 +24,13 @@
 // tenancy.Tenant.CoversAllBranches), else 403 insufficient_scope. A
 // client-credentials token limited to some branches may still read it.
 //
+// The write rules every service needs come as Hooks to Combine with a
+// domain's own: Default, Trim, Upper, Match, Rounded, NotBefore, Sum,
+// LockedUnless and StatusFlow; Write.Invalid refuses a write with
+// invalid_create on POST and invalid_update on PATCH. Package
+// resource/resourcetest checks that a declared resource keeps the promises
+// above.
+//
 // A POST or PATCH body is read only as far as it must be: the reading stops
 // at the first member the resource does not take (an unknown field, say),
 // so that no body of up to 1 MiB costs more than its length to refuse.

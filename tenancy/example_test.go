@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -80,4 +82,45 @@ func ExampleMiddleware() {
 	// 403 {"error":"insufficient_scope","error_description":"the token lacks the scope svc:orders:write"}
 	// 404 {"error":"not_found","error_description":"this resource is kept per branch: give the id of a branch of your organization in the path, not the organization's"}
 	// 404 {"error":"not_found","error_description":"no such organization or branch"}
+}
+
+// On chi, the middleware goes where chi knows the route's parameters — a
+// route group — and Options.ScopeID reads the scope id with chi.URLParam.
+func ExampleOptions_scopeID() {
+	const (
+		org    = "6f0c0000-0000-4000-8000-000000000001"
+		branch = "6f0c0000-0000-4000-8000-0000000000b1"
+	)
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := chi.NewRouter()
+	r.Route("/v1/{scopeId}", func(r chi.Router) {
+		r.Use(tenancy.Middleware(tenancy.Options{
+			Verifier: &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com"}, Branches: oneBranch{org, branch},
+			ScopeType: tenancy.Branch, Scope: tenancy.ReadWrite("svc:orders:read", "svc:orders:write"),
+			ScopeID: func(r *http.Request) string { return chi.URLParam(r, "scopeId") },
+		}))
+		r.Get("/orders", func(w http.ResponseWriter, r *http.Request) {
+			t, _ := tenancy.FromContext(r.Context())
+			fmt.Fprintf(w, "orders of branch %s", t.BranchID)
+		})
+	})
+	now := time.Now()
+	token, err := keys.Sign(&bearer.Claims{
+		Issuer: "https://tms.example.com", Subject: "user-1", Audience: bearer.Audience, Role: bearer.Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-2",
+		OrganizationID: org, ClientID: "client-1", Scopes: []string{"svc:orders:read"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "/v1/"+branch+"/orders", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	fmt.Println(rec.Code, rec.Body.String())
+	// Output:
+	// 200 orders of branch 6f0c0000-0000-4000-8000-0000000000b1
 }

@@ -29,6 +29,26 @@
 // oauth/bearer in practice; tenancy imports that small package and not the
 // token service (package oauth), its templates or its store.
 //
+// On a router other than http.ServeMux, say where the scope id is with
+// Options.ScopeID (chi.URLParam with chi, whose v5.1 and later also sets
+// the path values r.PathValue reads), and mount the middleware where the
+// router knows the route's parameters: with chi, in a
+// r.Route("/v1/{scopeId}", ...) group or with r.With, never with a
+// top-level r.Use, which runs before chi routes the request.
+//
+//	r.Route("/v1/{scopeId}", func(r chi.Router) {
+//		r.Use(tenancy.Middleware(tenancy.Options{
+//			Verifier: verifier, Branches: branches, ScopeType: tenancy.Branch,
+//			ScopeID: func(r *http.Request) string { return chi.URLParam(r, "scopeId") },
+//		}))
+//		r.Get("/orders", listOrders)
+//	})
+//
+// A request in which the middleware finds no scope id is a wiring mistake,
+// not a missing tenant: it answers 500 server_error, and the log line
+// names the fix. Middleware panics when it is built with options it cannot
+// work with (no Verifier; no Branches for branch-scoped resources).
+//
 // Branch lookups go through the Branches interface on every request and
 // are never cached here, so an answer is never stale after a branch is
 // created or removed; a Branches implementation that caches must keep that
@@ -36,6 +56,7 @@
 package tenancy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,9 +142,17 @@ func (t Tenant) HasScope(scope string) bool { return t.Claims.HasScope(scope) }
 // record of an organization-scoped resource, and an organization-wide
 // record of a branch-or-null one — so that a branch-restricted token never
 // changes what other branches see.
+//
+// A Tenant that Middleware did not resolve knows no branches: give it the
+// lookup with WithBranches, or NewContext takes the one of the tenant
+// already in the context. Without one, a client-credentials token's answer
+// is an error wrapping ErrNoBranches.
 func (t Tenant) CoversAllBranches(ctx context.Context) (bool, error) {
 	if !t.Claims.ClientCredentials() {
 		return true, nil
+	}
+	if t.branches == nil {
+		return false, fmt.Errorf("%w (organization %s)", ErrNoBranches, t.OrganizationID)
 	}
 	all, err := t.branches.List(ctx, t.OrganizationID)
 	if err != nil {
@@ -139,8 +168,27 @@ func (t Tenant) CoversAllBranches(ctx context.Context) (bool, error) {
 
 type contextKey struct{}
 
-// NewContext returns ctx carrying t.
+// ErrNoBranches is the error of CoversAllBranches for a Tenant that has no
+// branch lookup.
+var ErrNoBranches = errors.New("tenancy: the tenant has no branch lookup; build it with Tenant.WithBranches")
+
+// WithBranches returns t with the branch lookup that CoversAllBranches
+// asks, for a Tenant built outside Middleware (in a test, or by a
+// middleware of its own).
+func (t Tenant) WithBranches(b Branches) Tenant {
+	t.branches = b
+	return t
+}
+
+// NewContext returns ctx carrying t. A t without a branch lookup takes the
+// one of the Tenant already in ctx, if any, so that a middleware that
+// narrows or replaces the tenant keeps CoversAllBranches working.
 func NewContext(ctx context.Context, t Tenant) context.Context {
+	if t.branches == nil {
+		if prev, ok := FromContext(ctx); ok {
+			t.branches = prev.branches
+		}
+	}
 	return context.WithValue(ctx, contextKey{}, t)
 }
 
@@ -177,19 +225,63 @@ type Options struct {
 	// PathValue names the path wildcard that holds the scope id ("" means
 	// "scopeId", as in /v1/{scopeId}/orders).
 	PathValue string
+	// ScopeID returns the scope id of a request, for routers other than
+	// http.ServeMux, whose path parameters r.PathValue does not see; with
+	// chi: func(r *http.Request) string { return chi.URLParam(r, "scopeId") }.
+	// nil means r.PathValue(PathValue). Set PathValue or ScopeID, not both.
+	ScopeID func(r *http.Request) string
+}
+
+// check panics when the options cannot work: it runs when Middleware is
+// built, so that a wiring mistake stops the program at start-up instead of
+// failing every request.
+func (o *Options) check() {
+	switch {
+	case o.Verifier == nil:
+		panic("tenancy: Options.Verifier is required")
+	case o.ScopeType < Organization || o.ScopeType > BranchOrNull:
+		panic(fmt.Sprintf("tenancy: Options.ScopeType %v is not Organization, Branch or BranchOrNull", o.ScopeType))
+	case o.ScopeType != Organization && o.Branches == nil:
+		panic(fmt.Sprintf("tenancy: Options.Branches is required for %v resources", o.ScopeType))
+	case o.ScopeID != nil && o.PathValue != "":
+		panic("tenancy: set Options.PathValue or Options.ScopeID, not both")
+	}
+}
+
+// scopeIDFunc returns how the middleware reads the scope id.
+func (o *Options) scopeIDFunc() func(r *http.Request) string {
+	if o.ScopeID != nil {
+		return o.ScopeID
+	}
+	name := cmp.Or(o.PathValue, "scopeId")
+	return func(r *http.Request) string { return r.PathValue(name) }
+}
+
+// errNoScopeID is the cause, for the log, of the 500 of a request in which
+// the middleware finds no scope id.
+func errNoScopeID(o *Options) error {
+	if o.ScopeID != nil {
+		return errors.New("tenancy: Options.ScopeID found no scope id in the request; mount the middleware where the router knows the route's parameters (with chi, inside r.Route(\"/v1/{scopeId}\", ...) or with r.With, not with a top-level r.Use)")
+	}
+	return fmt.Errorf("tenancy: the request has no {%s} path value; mount the middleware on an http.ServeMux pattern with {%[1]s}, or set Options.ScopeID for another router (with chi: func(r *http.Request) string { return chi.URLParam(r, %[1]q) })", cmp.Or(o.PathValue, "scopeId"))
 }
 
 // Middleware authenticates the request, checks its scope, resolves its
 // tenant and calls next with the Tenant in the request's context. Every
 // refusal is written with apierrors.Write.
+//
+// It panics when opts lack what it needs (see Options).
 func Middleware(opts Options) func(http.Handler) http.Handler {
-	name := opts.PathValue
-	if name == "" {
-		name = "scopeId"
-	}
+	opts.check()
+	scopeID := opts.scopeIDFunc()
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			t, err := opts.resolve(r, r.PathValue(name))
+			id := scopeID(r)
+			if id == "" {
+				apierrors.Write(w, r, apierrors.Internal(errNoScopeID(&opts)))
+				return
+			}
+			t, err := opts.resolve(r, id)
 			if err != nil {
 				apierrors.Write(w, r, err)
 				return

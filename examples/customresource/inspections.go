@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -46,30 +45,24 @@ func inspections() *resource.Resource {
 }
 
 // inspectionRules are the hooks of this domain: a new inspection's result
-// is pending unless the client says otherwise, and an inspection dated
-// after today cannot pass. Hooks run inside the write's transaction; an
-// *apierrors.Error they return is the answer, and the write is rolled back.
+// is pending unless the client says otherwise (resource.Default, one of the
+// library's generic rules), and an inspection dated after today cannot
+// pass. Hooks run inside the write's transaction; an *apierrors.Error they
+// return is the answer, and the write is rolled back.
 func inspectionRules() resource.Hooks {
-	return resource.Hooks{
-		BeforeCreate: func(_ context.Context, _ *sql.Tx, w *resource.Write) error {
-			if _, ok := w.Changes["result"]; !ok {
-				w.Changes["result"] = "pending"
-			}
-			return checkPass(w, apierrors.InvalidCreate)
-		},
-		BeforeUpdate: func(_ context.Context, _ *sql.Tx, w *resource.Write) error {
-			return checkPass(w, apierrors.InvalidUpdate)
-		},
-	}
+	return resource.Combine(
+		resource.Default(resource.Record{"result": "pending"}),
+		resource.OnWrite(checkPass),
+	)
 }
 
 // checkPass refuses result "pass" for an inspection dated after today (UTC),
 // looking at the record as the write leaves it: the changes over the current
-// values.
-func checkPass(w *resource.Write, refuse func(string, ...any) *apierrors.Error) error {
+// values. w.Invalid is invalid_create on POST and invalid_update on PATCH.
+func checkPass(_ context.Context, _ *sql.Tx, w *resource.Write) error {
 	on, _ := w.Value("inspected_on").(string) // YYYY-MM-DD: text order is date order
 	if w.Value("result") == "pass" && on > time.Now().UTC().Format(time.DateOnly) {
-		return refuse("result: the inspection of %s has not taken place yet and cannot pass", on)
+		return w.Invalid("result: the inspection of %s has not taken place yet and cannot pass", on)
 	}
 	return nil
 }

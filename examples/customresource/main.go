@@ -116,8 +116,8 @@ func run(c config) error {
 // newHandler registers the resource and mounts its routes under /v1 and
 // /api/v1, beside its OpenAPI document.
 func newHandler(db *sql.DB, dialect query.Dialect, verifier *bearer.Verifier, issuer string) (http.Handler, error) {
-	reg := &resource.Registry{DB: db, Dialect: dialect, Verifier: verifier, Branches: branches{db}}
-	if err := reg.Register(inspections()); err != nil {
+	reg, err := newRegistry(db, dialect, verifier)
+	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -128,6 +128,15 @@ func newHandler(db *sql.DB, dialect query.Dialect, verifier *bearer.Verifier, is
 		AuthorizationURL: issuer + "/auth/v1/oauth/authorize",
 	}))
 	return mux, nil
+}
+
+// newRegistry returns the registry of the service's resource over db.
+func newRegistry(db *sql.DB, dialect query.Dialect, verifier *bearer.Verifier) (*resource.Registry, error) {
+	reg := &resource.Registry{DB: db, Dialect: dialect, Verifier: verifier, Branches: branches{db}}
+	if err := reg.Register(inspections()); err != nil {
+		return nil, err
+	}
+	return reg, nil
 }
 
 // keySet returns the key that verifies the token service's tokens:
