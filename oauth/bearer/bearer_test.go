@@ -279,3 +279,27 @@ func TestDerive(t *testing.T) {
 	assert.NotEqual(t, a.Derive("session"), b.Derive("session"), "rotating the signing key rotates the derived keys")
 	assert.NotEqual(t, testKey("a", 1).Secret, a.Derive(""), "never the signing key itself")
 }
+
+// Sign writes, byte for byte, the token golang-jwt's own SignedString makes
+// of the same claims and kid.
+func TestSignMatchesGolangJWT(t *testing.T) {
+	t.Parallel()
+	keys, err := bearer.NewKeySet(bearer.SecretKey([]byte(strings.Repeat("s", 32))))
+	require.NoError(t, err)
+	for _, c := range []*bearer.Claims{
+		{Issuer: "https://i.test", Subject: "app", Audience: bearer.Audience, Role: bearer.Role, IssuedAt: 1, ExpiresAt: 3601,
+			ID: "j", OrganizationID: "o", ClientID: "c", Scopes: []string{"svc:a:read"}, BranchIDs: []string{}, AppName: "A \"quoted\" <app>",
+			Grant: bearer.GrantClientCredentials},
+		{Issuer: "https://i.test", Subject: "user", Audience: bearer.Audience, Role: bearer.Role, IssuedAt: 1, ExpiresAt: 3601,
+			ID: "f.r", OrganizationID: "o", ClientID: "c", Scopes: []string{"svc:a:read", "svc:a:write"}, Grant: bearer.GrantAuthorizationCode},
+		{Issuer: "https://i.test", Subject: "user", Audience: bearer.Audience, Role: bearer.Role, IssuedAt: 1, ExpiresAt: 3601, ID: "u"},
+	} {
+		got, err := keys.Sign(c)
+		require.NoError(t, err)
+		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
+		tok.Header["kid"] = bearer.SecretKey([]byte(strings.Repeat("s", 32))).ID
+		want, err := tok.SignedString([]byte(strings.Repeat("s", 32)))
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+	}
+}

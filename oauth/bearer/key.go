@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -54,6 +55,9 @@ func SecretKey(secret []byte) Key {
 type KeySet struct {
 	current Key
 	byID    map[string][]byte
+	// header is the encoded JOSE header of the tokens the current key
+	// signs: the same for every token, so encoded once.
+	header string
 }
 
 // NewKeySet returns a key set that signs with current and verifies with
@@ -73,6 +77,13 @@ func NewKeySet(current Key, previous ...Key) (*KeySet, error) {
 		}
 		ks.byID[k.ID] = append([]byte(nil), k.Secret...)
 	}
+	// What golang-jwt writes for jwt.NewWithClaims with a kid: the header
+	// map's keys in sorted order.
+	header, err := json.Marshal(map[string]string{"alg": jwt.SigningMethodHS256.Alg(), "kid": current.ID, "typ": "JWT"})
+	if err != nil {
+		return nil, fmt.Errorf("bearer: encode the token header: %w", err)
+	}
+	ks.header = base64.RawURLEncoding.EncodeToString(header)
 	return ks, nil
 }
 
@@ -83,13 +94,18 @@ func (ks *KeySet) Sign(c *Claims) (string, error) {
 	if problem := c.checkGrant(c.grant() == GrantClientCredentials || c.BranchIDs != nil); problem != "" {
 		return "", fmt.Errorf("bearer: sign: %s", problem)
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
-	t.Header["kid"] = ks.current.ID
-	s, err := t.SignedString(ks.current.Secret)
+	// As jwt.Token.SignedString does, without encoding the constant header
+	// again and without json.Marshal's second pass over the claims.
+	payload, err := c.MarshalJSON()
 	if err != nil {
 		return "", fmt.Errorf("bearer: sign: %w", err)
 	}
-	return s, nil
+	signing := ks.header + "." + base64.RawURLEncoding.EncodeToString(payload)
+	sig, err := jwt.SigningMethodHS256.Sign(signing, ks.current.Secret)
+	if err != nil {
+		return "", fmt.Errorf("bearer: sign: %w", err)
+	}
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
 // Derive returns a 256-bit key for one purpose, such as signing the token
