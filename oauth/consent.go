@@ -19,8 +19,8 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 )
 
-// This file is the browser side of the authorization-code flow (SPEC
-// section 5.1): the authorization endpoint, the product sign-in page and
+// This file is the browser side of the authorization-code flow: the
+// authorization endpoint, the product sign-in page and
 // the consent page, as plain server-rendered HTML that works without
 // JavaScript.
 //

@@ -14,7 +14,7 @@ import (
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
-// The paths the server answers (SPEC section 5.1).
+// The paths the server answers.
 const (
 	PathAuthorize   = "/auth/v1/oauth/authorize"
 	PathLogin       = "/auth/v1/login"

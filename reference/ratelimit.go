@@ -29,7 +29,7 @@ import (
 	"github.com/waybillhq/waybill/tenancy"
 )
 
-// The rate limits of SPEC section 6: their names, which the RateLimit
+// The rate limits: their names, which the RateLimit
 // headers and the metrics carry, and their default quotas per minute.
 const (
 	limitREST  = "rest"
@@ -79,7 +79,8 @@ const maxPeekBytes = 64 << 10
 const maxKeyLength = 128
 
 // limitsConfig configures the rate limits of serve. Its zero value is the
-// defaults: the quotas of SPEC section 6, in process.
+// defaults: 1000 a minute per organization for the API, 100 per app for
+// the edge functions, 30 per client for the token endpoints, in process.
 type limitsConfig struct {
 	// REST, Edge and Token are the quotas per minute of the limits "rest",
 	// "edge" and "token"; 0 disables a limit. The flags default them to

@@ -17,8 +17,8 @@ import (
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
-// Timeouts of the HTTP server. Request bodies are at most 1 MiB (SPEC
-// section 4), so a generous read timeout still bounds slow clients.
+// Timeouts of the HTTP server. Request bodies are at most 1 MiB, so a
+// generous read timeout still bounds slow clients.
 const (
 	readHeaderTimeout = 10 * time.Second
 	readTimeout       = 30 * time.Second
@@ -64,7 +64,7 @@ type serveConfig struct {
 	// exchange, then the user must authorize the app again.
 	RefreshMaxAge time.Duration
 	// Limits configures the rate limits (--rate-*, --redis-url); its zero
-	// value is the defaults of SPEC section 6, in process.
+	// value is the default quotas, in process.
 	Limits limitsConfig
 	// PurgeInterval is how often the expired state of the token service is
 	// purged (see startPurges); 0 disables the purge.

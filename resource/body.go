@@ -15,7 +15,8 @@ import (
 	"github.com/waybillhq/waybill/query"
 )
 
-// MaxBodyBytes is the largest request body accepted (SPEC section 4).
+// MaxBodyBytes is the largest request body accepted: 1 MiB; a larger one
+// is answered 413.
 const MaxBodyBytes = 1 << 20
 
 // defaultMaxLength bounds String fields that declare no MaxLength.

@@ -58,7 +58,7 @@ const (
 	oauthPathMetadata   = "/.well-known/oauth-authorization-server"
 	// oauthMaxRequestBytes is the largest body of a token service request.
 	oauthMaxRequestBytes = 64 << 10
-	// accessTokenSeconds is the lifetime of an access token (SPEC 5).
+	// accessTokenSeconds is the lifetime of an access token.
 	accessTokenSeconds = 3600
 )
 
