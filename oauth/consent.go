@@ -20,9 +20,8 @@ import (
 )
 
 // This file is the browser side of the authorization-code flow: the
-// authorization endpoint, the product sign-in page and
-// the consent page, as plain server-rendered HTML that works without
-// JavaScript.
+// authorization endpoint, the product sign-in page and the consent page, as
+// plain server-rendered HTML that works without JavaScript.
 //
 //	GET  /auth/v1/oauth/authorize  check the request; no session: 303 to the login page;
 //	                               session: the consent page

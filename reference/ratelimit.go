@@ -78,9 +78,10 @@ const maxPeekBytes = 64 << 10
 // that a client cannot make the limiter hold large keys.
 const maxKeyLength = 128
 
-// limitsConfig configures the rate limits of serve. Its zero value is the
-// defaults: 1000 a minute per organization for the API, 100 per app for
-// the edge functions, 30 per client for the token endpoints, in process.
+// limitsConfig configures the rate limits of serve. Its zero value turns
+// every limit off; the flags default the quotas to 1000 a minute per
+// organization for the API, 100 per app for the edge functions and 30 per
+// client for the token endpoints, in process.
 type limitsConfig struct {
 	// REST, Edge and Token are the quotas per minute of the limits "rest",
 	// "edge" and "token"; 0 disables a limit. The flags default them to

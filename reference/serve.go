@@ -63,8 +63,7 @@ type serveConfig struct {
 	// an app: its refresh tokens rotate until this long after the code
 	// exchange, then the user must authorize the app again.
 	RefreshMaxAge time.Duration
-	// Limits configures the rate limits (--rate-*, --redis-url); its zero
-	// value is the default quotas, in process.
+	// Limits configures the rate limits (--rate-*, --redis-url).
 	Limits limitsConfig
 	// PurgeInterval is how often the expired state of the token service is
 	// purged (see startPurges); 0 disables the purge.
