@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -221,36 +219,8 @@ func TestSeedDemoCodeFlowAsPrinted(t *testing.T) {
 	require.NotNil(t, exchange, "the exchange command:\n%s", printed)
 	assert.Contains(t, printed, "CODE=<the code>")
 
-	// The browser's part, as lcConsent plays it.
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if strings.HasPrefix(req.URL.String(), demoRedirectURI) {
-			return http.ErrUseLastResponse
-		}
-		return nil
-	}}
-	page := func(res *http.Response, err error) (*http.Response, string) {
-		require.NoError(t, err)
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		return res, string(b)
-	}
-	res, body := page(browser.Get(authorize[1]))
-	require.Equal(t, http.StatusOK, res.StatusCode, body)
-	login := lcHidden(body)
-	login.Set("email", demoEmail)
-	login.Set("password", password[1])
-	res, body = page(browser.PostForm(s.url+oauth.PathLogin, login))
-	require.Equal(t, http.StatusOK, res.StatusCode, body)
-	approve := lcHidden(body)
-	approve.Set("organization_id", org[1])
-	approve.Set("decision", "approve")
-	res, body = page(browser.PostForm(s.url+oauth.PathConsent, approve))
-	require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
-	back, err := url.Parse(res.Header.Get("Location"))
-	require.NoError(t, err)
+	// The browser's part.
+	back := lcBrowse(t, s.url, authorize[1], demoRedirectURI, demoEmail, password[1], org[1])
 	assert.True(t, strings.HasPrefix(back.String(), demoRedirectURI+"?"), "back at %s", back)
 	assert.Equal(t, "demo", back.Query().Get("state"))
 	code := back.Query().Get("code")

@@ -110,10 +110,21 @@ func lcConsent(t *testing.T, base string, app lcApp, email, org string) lcGrant 
 		Endpoint: oauth2.Endpoint{AuthURL: base + oauth.PathAuthorize, TokenURL: base + oauth.PathToken},
 	}
 	verifier := oauth2.GenerateVerifier()
+	back := lcBrowse(t, base, conf.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier)), lcRedirect, email, lcPassword, org)
+	require.NotEmpty(t, back.Query().Get("code"), "redirected to %s", back)
+	return lcGrant{back.Query().Get("code"), verifier}
+}
+
+// lcBrowse plays a browser through the authorization request authorizeURL
+// of the server at base: it signs in as email with password, approves for
+// org, and returns the URL the server then redirects to, which must start
+// with redirectURI.
+func lcBrowse(t *testing.T, base, authorizeURL, redirectURI, email, password, org string) *url.URL {
+	t.Helper()
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	browser := &http.Client{Jar: jar, CheckRedirect: func(req *http.Request, _ []*http.Request) error {
-		if strings.HasPrefix(req.URL.String(), lcRedirect) {
+		if strings.HasPrefix(req.URL.String(), redirectURI) {
 			return http.ErrUseLastResponse
 		}
 		return nil
@@ -125,11 +136,11 @@ func lcConsent(t *testing.T, base string, app lcApp, email, org string) lcGrant 
 		require.NoError(t, err)
 		return res, string(b)
 	}
-	res, body := page(browser.Get(conf.AuthCodeURL("st", oauth2.S256ChallengeOption(verifier))))
+	res, body := page(browser.Get(authorizeURL))
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	login := lcHidden(body)
 	login.Set("email", email)
-	login.Set("password", lcPassword)
+	login.Set("password", password)
 	res, body = page(browser.PostForm(base+oauth.PathLogin, login))
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
 	approve := lcHidden(body)
@@ -139,8 +150,8 @@ func lcConsent(t *testing.T, base string, app lcApp, email, org string) lcGrant 
 	require.Equal(t, http.StatusSeeOther, res.StatusCode, body)
 	back, err := url.Parse(res.Header.Get("Location"))
 	require.NoError(t, err)
-	require.NotEmpty(t, back.Query().Get("code"), "redirected to %s", back)
-	return lcGrant{back.Query().Get("code"), verifier}
+	require.True(t, strings.HasPrefix(back.String(), redirectURI), "redirected to %s", back)
+	return back
 }
 
 // lcExchange redeems a code as app.
