@@ -36,6 +36,8 @@ func TestDependencies(t *testing.T) {
 		{"github.com/waybillhq/waybill/oauth", false},
 		{"github.com/waybillhq/waybill/oauth/sqlstore", false},
 		{"html/template", false},
+		{"github.com/waybillhq/waybill/query", false},
+		{"github.com/Masterminds/squirrel", false},
 		{"text/template", false},
 	}
 	for _, tc := range cases {

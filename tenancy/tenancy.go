@@ -66,7 +66,6 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth/bearer"
-	"github.com/waybillhq/waybill/query"
 )
 
 // ScopeType says what the {scopeId} path segment of a resource names.
@@ -323,7 +322,7 @@ func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
 			return Tenant{}, apierrors.InsufficientScope(need, "the token lacks the scope %s", need)
 		}
 	}
-	id, ok := query.CanonicalUUID(scopeID)
+	id, ok := canonicalUUID(scopeID)
 	if !ok {
 		return Tenant{}, notFound()
 	}
@@ -357,4 +356,27 @@ func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
 
 func notFound() error {
 	return apierrors.NotFound("no such organization or branch")
+}
+
+// canonicalUUID accepts the 8-4-4-4-12 hex form in either case and returns
+// it in lower case. query.CanonicalUUID is the same rule; tenancy keeps its
+// own copy so that it depends on nothing but the verifier and the errors
+// (no squirrel for a service that wants only this middleware).
+func canonicalUUID(s string) (string, bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return "", false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return "", false
+		}
+	}
+	return strings.ToLower(s), true
 }
