@@ -9,6 +9,7 @@ import (
 	"io"
 	mathrand "math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ type demoInfo struct {
 	clientID, clientSecret           string // the secret only when just registered
 	password                         string // only when the user was just created
 	userExisted                      bool
+	// codeFlow is whether the demo app has demoRedirectURI, which apps of
+	// demos seeded by earlier versions lack.
+	codeFlow bool
 }
 
 // seedDemo seeds, once per database, the demo organization "Demo
@@ -69,7 +73,7 @@ func seedDemo(ctx context.Context, db *sql.DB, dialect query.Dialect, tokens *oa
 			if info, _, err = loadDemo(ctx, db); err != nil {
 				return err
 			}
-			return printDemoSeeded(out, info, baseURL)
+			return printDemoSeeded(ctx, out, tokens, info, baseURL)
 		}
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
@@ -79,7 +83,7 @@ func seedDemo(ctx context.Context, db *sql.DB, dialect query.Dialect, tokens *oa
 		}
 	}
 	if info.clientID != "" {
-		return printDemoSeeded(out, info, baseURL)
+		return printDemoSeeded(ctx, out, tokens, info, baseURL)
 	}
 
 	// The data is there, the app not yet: register it now, also when an
@@ -134,7 +138,7 @@ func registerDemoApp(ctx context.Context, db *sql.DB, tokens *oauth.Server, info
 	if _, err := db.ExecContext(ctx, "UPDATE demo_seed SET client_id = $1 WHERE id = 1", app.ClientID); err != nil {
 		return fmt.Errorf("demo: record the demo app: %w", err)
 	}
-	info.clientID, info.clientSecret = app.ClientID, secret
+	info.clientID, info.clientSecret, info.codeFlow = app.ClientID, secret, true
 	return nil
 }
 
@@ -153,7 +157,7 @@ func printDemoCreated(out io.Writer, info demoInfo, baseURL string) error {
 	fmt.Fprintf(&b, "  client_secret: %s  (shown once; a new one: waybill admin app rotate-secret --client-id %s)\n", info.clientSecret, info.clientID)
 	fmt.Fprintf(&b, "Get a token:\n  %s\n", tokenCurl(baseURL, info.clientID, info.clientSecret))
 	fmt.Fprintf(&b, "List the quotations of the %s branch:\n  %s\n", demoNorth, listCurl(baseURL, info.northID))
-	if info.password != "" || info.userExisted {
+	if info.codeFlow && (info.password != "" || info.userExisted) {
 		writeCodeFlow(&b, baseURL, info.clientID, info.clientSecret)
 	}
 	_, err := io.WriteString(out, b.String())
@@ -188,8 +192,16 @@ func exchangeCurl(baseURL, clientID, secret, verifier string) string {
 }
 
 // printDemoSeeded prints what a later start can still tell: the client id,
-// and how to get a new secret.
-func printDemoSeeded(out io.Writer, info demoInfo, baseURL string) error {
+// how to get a new secret and, when the demo app has the demo's redirect
+// URI, the authorization-code flow.
+func printDemoSeeded(ctx context.Context, out io.Writer, tokens *oauth.Server, info demoInfo, baseURL string) error {
+	if info.clientID != "" {
+		app, err := tokens.Store.App(ctx, info.clientID)
+		if err != nil && !errors.Is(err, oauth.ErrNotFound) {
+			return fmt.Errorf("demo: look up the demo app: %w", err)
+		}
+		info.codeFlow = err == nil && slices.Contains(app.RedirectURIs, demoRedirectURI)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Demo data already seeded: organization %q %s, branches %s %s and %s %s.\n",
 		demoOrganization, info.organizationID, demoNorth, info.northID, demoSouth, info.southID)
@@ -201,7 +213,7 @@ func printDemoSeeded(out io.Writer, info demoInfo, baseURL string) error {
 		fmt.Fprintf(&b, "Then get a token:\n  %s\n", tokenCurl(baseURL, info.clientID, "SECRET"))
 	}
 	fmt.Fprintf(&b, "List the quotations of the %s branch:\n  %s\n", demoNorth, listCurl(baseURL, info.northID))
-	if info.clientID != "" {
+	if info.codeFlow {
 		writeCodeFlow(&b, baseURL, info.clientID, "SECRET")
 		fmt.Fprintf(&b, "  The password of %s: waybill admin user set-password --email %s --password NEW\n", demoEmail, demoEmail)
 	}

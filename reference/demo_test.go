@@ -154,6 +154,15 @@ func TestSeedDemo(t *testing.T) {
 			assert.Contains(t, second, "/v1/"+north+"/quotations")
 			assert.NotContains(t, second, secret[1])
 			assert.NotContains(t, second, password[1])
+			assert.Contains(t, second, "Try the authorization-code flow", "the demo app has the demo's redirect URI")
+
+			// A demo app seeded by an earlier version, without that redirect
+			// URI, is offered no code flow it cannot complete.
+			_, err = s.db.ExecContext(ctx, "UPDATE oauth_apps SET redirect_uris = '[]' WHERE client_id = $1", clientID[1])
+			require.NoError(t, err)
+			out.Reset()
+			require.NoError(t, seedDemo(ctx, s.db, b.dialect, s.tokens, &out, s.url))
+			assert.NotContains(t, out.String(), "Try the authorization-code flow")
 			assert.Equal(t, 1, count(t, s.db, "SELECT count(*) FROM organizations WHERE name = $1", demoOrganization))
 			assert.Equal(t, 1, count(t, s.db, "SELECT count(*) FROM oauth_apps WHERE organization_id = $1", org))
 			assert.Equal(t, 120, count(t, s.db, "SELECT count(*) FROM quotations WHERE organization_id = $1", org))
