@@ -70,9 +70,9 @@ func TestFrom(t *testing.T) {
 }
 
 func TestWriteDerivedAnswers(t *testing.T) {
+	t.Parallel()
 	t.Run("a cancelled request is a 499 logged at info", func(t *testing.T) {
-		logs := captureLog(t)
-		rec := write(t, http.MethodGet, "/v1/x/orders", apierrors.Internal(fmt.Errorf("list: %w", context.Canceled)))
+		rec, logs := writeLogged(t, http.MethodGet, "/v1/x/orders", apierrors.Internal(fmt.Errorf("list: %w", context.Canceled)))
 		assert.Equal(t, apierrors.StatusClientClosedRequest, rec.Code)
 		var entry map[string]any
 		require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "log %q", logs.String())
@@ -82,8 +82,7 @@ func TestWriteDerivedAnswers(t *testing.T) {
 	})
 
 	t.Run("a deadline is a 503 with Retry-After, logged as a warning", func(t *testing.T) {
-		logs := captureLog(t)
-		rec := write(t, http.MethodPost, "/v1/oauth/token", fmt.Errorf("load app: %w", context.DeadlineExceeded))
+		rec, logs := writeLogged(t, http.MethodPost, "/v1/oauth/token", fmt.Errorf("load app: %w", context.DeadlineExceeded))
 		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
 		body := decode(t, rec)
@@ -96,7 +95,6 @@ func TestWriteDerivedAnswers(t *testing.T) {
 	})
 
 	t.Run("an unreachable database is a 503 with a longer Retry-After", func(t *testing.T) {
-		captureLog(t)
 		rec := write(t, http.MethodGet, "/v1/x/orders", &pgError{"57P01"})
 		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 		assert.Equal(t, "5", rec.Header().Get("Retry-After"))

@@ -17,6 +17,13 @@
 // a database that cannot be reached is 503 temporarily_unavailable with
 // Retry-After; anything else (a bug, say) is 500 server_error with a fixed
 // description. Their text is logged, never sent.
+//
+// A Writer writes the answers: it logs to the logger it is given and names
+// its realm in the WWW-Authenticate challenges of 401s and insufficient_scope.
+// The components of the module that answer requests (oauth.Server,
+// tenancy.Options, resource.Registry, ratelimit.Options) take a Logger and,
+// where they challenge, a Realm, and build their Writer from them; the
+// package-level Write is the zero Writer, for a host's own handlers.
 package errors
 
 import (
@@ -247,7 +254,7 @@ func InvalidUpdate(format string, args ...any) *Error {
 // section 3.1 its challenge carries no error code.
 func Unauthorized(format string, args ...any) *Error {
 	e := New(CodeUnauthorized, format, args...)
-	e.Header = http.Header{"Www-Authenticate": {`Bearer realm="waybill"`}}
+	e.Header = http.Header{"Www-Authenticate": {"Bearer"}}
 	return e
 }
 
@@ -347,7 +354,7 @@ func InvalidClient(scheme, format string, args ...any) *Error {
 		scheme = "Basic"
 	}
 	e := New(CodeInvalidClient, format, args...)
-	e.Header = http.Header{"Www-Authenticate": {scheme + ` realm="waybill"`}}
+	e.Header = http.Header{"Www-Authenticate": {scheme}}
 	return e
 }
 
@@ -395,10 +402,11 @@ func UnsupportedTokenType(format string, args ...any) *Error {
 	return New(CodeUnsupportedTokenType, format, args...)
 }
 
-// bearerChallenge builds an RFC 6750 section 3 challenge.
+// bearerChallenge builds an RFC 6750 section 3 challenge, without the realm,
+// which a Writer adds.
 func bearerChallenge(code, description, scope string) string {
 	var b strings.Builder
-	b.WriteString(`Bearer realm="waybill", error="`)
+	b.WriteString(`Bearer error="`)
 	b.WriteString(code)
 	b.WriteByte('"')
 	if description != "" {

@@ -24,12 +24,23 @@ type responseBody struct {
 	Description string `json:"error_description"`
 }
 
-// write answers a request of method to target with err and returns the recording.
+// write answers a request of method to target with err, through a Writer
+// whose realm is "waybill" and whose log lines are dropped, and returns the
+// recording.
 func write(t *testing.T, method, target string, err error) *httptest.ResponseRecorder {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	apierrors.Write(rec, httptest.NewRequest(method, target, nil), err)
+	rec, _ := writeLogged(t, method, target, err)
 	return rec
+}
+
+// writeLogged is write that also returns the Writer's log lines, as JSON.
+func writeLogged(t *testing.T, method, target string, err error) (*httptest.ResponseRecorder, *bytes.Buffer) {
+	t.Helper()
+	var logs bytes.Buffer
+	rec := httptest.NewRecorder()
+	w := apierrors.Writer{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Realm: "waybill"}
+	w.Write(rec, httptest.NewRequest(method, target, nil), err)
+	return rec, &logs
 }
 
 // decode parses the recorded body as the error shape, rejecting unknown fields.
@@ -40,18 +51,6 @@ func decode(t *testing.T, rec *httptest.ResponseRecorder) responseBody {
 	var b responseBody
 	require.NoError(t, dec.Decode(&b), "body %q", rec.Body.String())
 	return b
-}
-
-// captureLog points slog.Default at a buffer for the rest of the test and
-// restores the previous default afterwards. Tests that call it must not run
-// in parallel.
-func captureLog(t *testing.T) *bytes.Buffer {
-	t.Helper()
-	var buf bytes.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	return &buf
 }
 
 func TestStatus(t *testing.T) {
@@ -298,11 +297,10 @@ func TestWriteHEADHasNoBody(t *testing.T) {
 	assert.Zero(t, rec.Body.Len(), "body %q", rec.Body.String())
 }
 
-// TestWriteServerErrors changes slog.Default, so it does not run in parallel.
 func TestWriteServerErrors(t *testing.T) {
+	t.Parallel()
 	t.Run("plain error is a 500 that hides its text and is logged", func(t *testing.T) {
-		logs := captureLog(t)
-		rec := write(t, http.MethodPost, "/v1/x/orders?access_token=tok-secret", errors.New("db password=hunter2"))
+		rec, logs := writeLogged(t, http.MethodPost, "/v1/x/orders?access_token=tok-secret", errors.New("db password=hunter2"))
 
 		assert.Equal(t, http.StatusInternalServerError, rec.Code)
 		assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
@@ -320,8 +318,7 @@ func TestWriteServerErrors(t *testing.T) {
 	})
 
 	t.Run("wrapped plain error", func(t *testing.T) {
-		logs := captureLog(t)
-		rec := write(t, http.MethodGet, "/", fmt.Errorf("list: %w", errors.New("connection refused")))
+		rec, logs := writeLogged(t, http.MethodGet, "/", fmt.Errorf("list: %w", errors.New("connection refused")))
 		assert.Equal(t, http.StatusInternalServerError, rec.Code)
 		assert.Equal(t, "server_error", decode(t, rec).Error)
 		assert.NotContains(t, rec.Body.String(), "connection refused")
@@ -329,8 +326,7 @@ func TestWriteServerErrors(t *testing.T) {
 	})
 
 	t.Run("Internal hides its cause and logs it", func(t *testing.T) {
-		logs := captureLog(t)
-		rec := write(t, http.MethodGet, "/", apierrors.Internal(errors.New("secret cause")))
+		rec, logs := writeLogged(t, http.MethodGet, "/", apierrors.Internal(errors.New("secret cause")))
 		assert.Equal(t, http.StatusInternalServerError, rec.Code)
 		assert.NotContains(t, rec.Body.String(), "secret cause")
 
@@ -341,31 +337,27 @@ func TestWriteServerErrors(t *testing.T) {
 	})
 
 	t.Run("cause of a wrapped 503 is logged", func(t *testing.T) {
-		logs := captureLog(t)
 		err := fmt.Errorf("ready: %w", apierrors.Unavailable("database unreachable").Wrap(errors.New("dial tcp: refused")))
-		rec := write(t, http.MethodGet, "/readyz", err)
+		rec, logs := writeLogged(t, http.MethodGet, "/readyz", err)
 		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 		assert.NotContains(t, rec.Body.String(), "refused")
 		assert.Contains(t, logs.String(), `"cause":"dial tcp: refused"`)
 	})
 
 	t.Run("503 is logged", func(t *testing.T) {
-		logs := captureLog(t)
-		rec := write(t, http.MethodGet, "/readyz", apierrors.Unavailable("database unreachable"))
+		rec, logs := writeLogged(t, http.MethodGet, "/readyz", apierrors.Unavailable("database unreachable"))
 		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
 		assert.Equal(t, responseBody{Error: "temporarily_unavailable", Description: "database unreachable"}, decode(t, rec))
 		assert.Contains(t, logs.String(), `"path":"/readyz"`)
 	})
 
 	t.Run("4xx is not logged", func(t *testing.T) {
-		logs := captureLog(t)
-		rec := write(t, http.MethodGet, "/", apierrors.NotFound("no order"))
+		rec, logs := writeLogged(t, http.MethodGet, "/", apierrors.NotFound("no order"))
 		assert.Equal(t, http.StatusNotFound, rec.Code)
 		assert.Empty(t, logs.String())
 	})
 
 	t.Run("HEAD of a 500 has no body", func(t *testing.T) {
-		captureLog(t)
 		rec := write(t, http.MethodHead, "/", errors.New("boom"))
 		assert.Equal(t, http.StatusInternalServerError, rec.Code)
 		assert.Zero(t, rec.Body.Len())
@@ -424,7 +416,7 @@ func TestIsAndAsSeeThroughWrapping(t *testing.T) {
 
 func TestCopiesLeaveTheOriginalUntouched(t *testing.T) {
 	t.Parallel()
-	const challenge = `Bearer realm="waybill", error="invalid_token", error_description="token expired"`
+	const challenge = `Bearer error="invalid_token", error_description="token expired"`
 	newOrig := func() *apierrors.Error { return apierrors.InvalidToken("token expired") }
 
 	t.Run("WithDescription", func(t *testing.T) {
@@ -435,11 +427,11 @@ func TestCopiesLeaveTheOriginalUntouched(t *testing.T) {
 		assert.Equal(t, apierrors.CodeInvalidToken, c.Code)
 		assert.Equal(t, http.StatusUnauthorized, c.Status)
 		assert.Equal(t, "token expired", orig.Description)
-		assert.Equal(t, `Bearer realm="waybill", error="invalid_token", error_description="signature is invalid"`,
+		assert.Equal(t, `Bearer error="invalid_token", error_description="signature is invalid"`,
 			c.Header.Get("WWW-Authenticate"), "the challenge follows the new description")
 
 		scoped := apierrors.InsufficientScope("svc:orders:read", "missing scope").WithDescription("needs %s", "svc:orders:read")
-		assert.Equal(t, `Bearer realm="waybill", error="insufficient_scope", error_description="needs svc:orders:read", scope="svc:orders:read"`,
+		assert.Equal(t, `Bearer error="insufficient_scope", error_description="needs svc:orders:read", scope="svc:orders:read"`,
 			scoped.Header.Get("WWW-Authenticate"))
 
 		c.Header.Set("WWW-Authenticate", "changed")
@@ -483,6 +475,38 @@ func TestCopiesLeaveTheOriginalUntouched(t *testing.T) {
 	})
 }
 
+func TestWriterRealm(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		realm string
+		err   error
+		want  string
+	}{
+		{"no realm, no params", "", apierrors.Unauthorized("no token"), "Bearer"},
+		{"no realm, params", "", apierrors.InvalidToken("expired"), `Bearer error="invalid_token", error_description="expired"`},
+		{"realm, no params", "tms", apierrors.Unauthorized("no token"), `Bearer realm="tms"`},
+		{"realm, params", "tms", apierrors.InvalidToken("expired"), `Bearer realm="tms", error="invalid_token", error_description="expired"`},
+		{"realm on Basic", "auth.example.com", apierrors.InvalidClient("", "failed"), `Basic realm="auth.example.com"`},
+		{"realm sanitised", "a\"b\r\nc", apierrors.Unauthorized("no token"), `Bearer realm="abc"`},
+		{"no challenge, no header", "tms", apierrors.NotFound("x"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			apierrors.Writer{Realm: tt.realm}.Write(rec, httptest.NewRequest(http.MethodGet, "/", nil), tt.err)
+			assert.Equal(t, tt.want, rec.Header().Get("WWW-Authenticate"))
+		})
+	}
+	t.Run("the error keeps its own challenge", func(t *testing.T) {
+		t.Parallel()
+		e := apierrors.InvalidToken("expired")
+		apierrors.Writer{Realm: "tms"}.Write(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil), e)
+		assert.Equal(t, `Bearer error="invalid_token", error_description="expired"`, e.Header.Get("WWW-Authenticate"))
+	})
+}
+
 func TestChallengeIsQuotable(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -521,7 +545,8 @@ func TestChallengeIsQuotable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := apierrors.InsufficientScope(tt.scope, tt.desc)
-			assert.Equal(t, tt.want, e.Header.Get("WWW-Authenticate"))
+			assert.Equal(t, strings.Replace(tt.want, `realm="waybill", `, "", 1), e.Header.Get("WWW-Authenticate"),
+				"the error's own challenge names no realm")
 
 			// The body keeps the description as given; JSON escapes it.
 			rec := write(t, http.MethodGet, "/", e)
@@ -533,7 +558,7 @@ func TestChallengeIsQuotable(t *testing.T) {
 	t.Run("invalid token", func(t *testing.T) {
 		t.Parallel()
 		e := apierrors.InvalidToken("bad \"sig\"\n\\")
-		assert.Equal(t, `Bearer realm="waybill", error="invalid_token", error_description="bad sig"`,
+		assert.Equal(t, `Bearer error="invalid_token", error_description="bad sig"`,
 			e.Header.Get("WWW-Authenticate"))
 	})
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 )
@@ -29,6 +31,34 @@ func ExampleWrite() {
 	// 404
 	// application/json
 	// {"error":"not_found","error_description":"no quotation 42"}
+}
+
+// A Writer logs the failures of the server to the logger it is given, with
+// their cause and never the query string, and names its realm in
+// WWW-Authenticate challenges.
+func ExampleWriter() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		// Drop the time, so that the output is the same on every run.
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	errw := apierrors.Writer{Logger: logger, Realm: "tms"}
+
+	rec := httptest.NewRecorder()
+	errw.Write(rec, httptest.NewRequest(http.MethodGet, "/v1/b1/orders", nil), apierrors.Unauthorized("an Authorization: Bearer token is required"))
+	fmt.Println(rec.Code, rec.Header().Get("WWW-Authenticate"))
+
+	rec = httptest.NewRecorder()
+	errw.Write(rec, httptest.NewRequest(http.MethodGet, "/v1/b1/orders?access_token=secret", nil), apierrors.Internal(errors.New("scan: column count")))
+	fmt.Println(rec.Code)
+	// Output:
+	// 401 Bearer realm="tms"
+	// level=ERROR msg="request failed" method=GET path=/v1/b1/orders status=500 error="server_error: internal server error" cause="scan: column count"
+	// 500
 }
 
 // New takes any code; its status comes from the one table.

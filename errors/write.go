@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 )
 
 // LogLevel returns the level at which a request answered with status is
@@ -28,18 +29,41 @@ type body struct {
 	Description string `json:"error_description"`
 }
 
+// Writer answers requests with errors. Every component that writes errors
+// (the token service, the tenancy middleware, the resource registry, the
+// rate limiter) has the fields a Writer needs, so that the host decides
+// where their log lines go and which realm their challenges name.
+type Writer struct {
+	// Logger receives the requests that failed on the server's side
+	// (status 500 and above) and those the client abandoned (499); nil
+	// means slog.Default.
+	Logger *slog.Logger
+	// Realm, when not empty, is the realm of the WWW-Authenticate
+	// challenges written: `Bearer realm="api", error="invalid_token"`.
+	// RFC 6750 makes it optional for Bearer; RFC 7617 requires it for
+	// Basic, which only the token endpoint's client authentication uses.
+	// Characters that cannot be quoted in a header are dropped.
+	Realm string
+}
+
+// Write answers the request with err: Writer{}.Write, which logs to
+// slog.Default and names no realm.
+func Write(w http.ResponseWriter, r *http.Request, err error) {
+	Writer{}.Write(w, r, err)
+}
+
 // Write answers the request with err, as FromRequest judges it: the *Error in
 // err's chain with its status, headers and {"error","error_description"}
 // body; a 503 temporarily_unavailable for a deadline or a dependency that
 // cannot be reached; a 500 server_error, whose description says nothing of
 // err, for anything else. Errors with a status of 500 or more are logged to
-// slog.Default with the request's method and path (never its query string
+// the Logger with the request's method and path (never its query string
 // or headers, which may hold secrets): 500s at the error level, 503s (load
 // and outages, which the server answers as it should) at the warning level.
 // A request whose client went away is logged at the info level with status
 // 499 and answered with that status, which nobody reads. A HEAD request gets
 // the status and headers without a body.
-func Write(w http.ResponseWriter, r *http.Request, err error) {
+func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	e := FromRequest(r, err)
 	status := e.Status
 	if status == 0 {
@@ -59,11 +83,20 @@ func Write(w http.ResponseWriter, r *http.Request, err error) {
 		case http.StatusServiceUnavailable:
 			msg = "request not served"
 		}
-		slog.Default().Log(r.Context(), LogLevel(status), msg, attrs...)
+		logger := wr.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Log(r.Context(), LogLevel(status), msg, attrs...)
 	}
 	h := w.Header()
 	for k, vs := range e.Header {
 		h[k] = append([]string(nil), vs...)
+	}
+	if wr.Realm != "" {
+		for i, c := range h["Www-Authenticate"] {
+			h["Www-Authenticate"][i] = withRealm(c, wr.Realm)
+		}
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -74,4 +107,16 @@ func Write(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	// Encoding two strings cannot fail; a write error means the client left.
 	_ = json.NewEncoder(w).Encode(body{Error: e.Code, Description: e.Description})
+}
+
+// withRealm puts realm into challenge, after its scheme: "Bearer" becomes
+// `Bearer realm="api"` and `Bearer error="x"` becomes
+// `Bearer realm="api", error="x"`.
+func withRealm(challenge, realm string) string {
+	scheme, params, _ := strings.Cut(challenge, " ")
+	c := scheme + ` realm="` + quotable(realm) + `"`
+	if params != "" {
+		c += ", " + params
+	}
+	return c
 }

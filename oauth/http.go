@@ -69,7 +69,7 @@ func (s *Server) handleToken(grants grantSet) http.HandlerFunc {
 		w.Header().Set("Pragma", "no-cache")
 		tok, err := s.token(r, grants)
 		if err != nil {
-			apierrors.Write(w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, tokenResponse(tok))
@@ -239,7 +239,7 @@ func (s *Server) handleUserToken(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	tok, err := s.userSignIn(r)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
@@ -337,25 +337,25 @@ func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	user, err := s.productUser(r)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	var body appBody
 	if err := decodeJSON(r, &body); err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	if body.OrganizationID == "" {
-		apierrors.Write(w, r, apierrors.InvalidRequest("organization_id is required: the organization that registers the app"))
+		s.writeError(w, r, apierrors.InvalidRequest("organization_id is required: the organization that registers the app"))
 		return
 	}
 	if err := s.requireAdmin(r, user, body.OrganizationID); err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	app, secret, err := s.RegisterApp(r.Context(), NewApp(body))
 	if err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Location", PathApps+"/"+app.ClientID)
@@ -371,24 +371,24 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	user, err := s.productUser(r)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	clientID := r.PathValue("client_id")
 	app, err := s.Store.App(r.Context(), clientID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		apierrors.Write(w, r, apierrors.NotFound("no such app"))
+		s.writeError(w, r, apierrors.NotFound("no such app"))
 		return
 	case err != nil:
-		apierrors.Write(w, r, apierrors.Internal(err))
+		s.writeError(w, r, apierrors.Internal(err))
 		return
 	}
 	if err := s.requireAdmin(r, user, app.OrganizationID); err != nil {
 		if apierrors.HasCode(err, apierrors.CodeNotFound) {
 			err = apierrors.NotFound("no such app")
 		}
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	var body struct {
@@ -396,13 +396,13 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.ContentLength != 0 {
 		if err := decodeJSON(r, &body); err != nil {
-			apierrors.Write(w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 	}
 	rotation, err := s.RotateAppSecret(r.Context(), clientID, body.RevokeTokens)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, rotation)
@@ -417,7 +417,7 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if err := s.revoke(r); err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
@@ -457,7 +457,7 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	resp, err := s.introspect(r)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)

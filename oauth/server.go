@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -56,9 +57,14 @@ type Server struct {
 	// DescribeScope puts a scope in words on the consent page; nil means
 	// the package's DescribeScope.
 	DescribeScope func(scope string) string
-	// Logger receives the service's own log lines; nil means slog.Default.
+	// Logger receives the service's own log lines and the requests it
+	// failed to serve (see apierrors.Writer); nil means slog.Default.
 	// Secrets, codes and tokens are never logged.
 	Logger *slog.Logger
+	// Realm is the realm of the WWW-Authenticate challenges of failed
+	// client authentication and of tokens refused; "" means the host of
+	// Issuer (e.g. "tms.example.com").
+	Realm string
 	// SecureCookies marks the session and CSRF cookies Secure. Set it when
 	// the issuer is https.
 	SecureCookies bool
@@ -93,6 +99,22 @@ func (s *Server) logger() *slog.Logger {
 		return s.Logger
 	}
 	return slog.Default()
+}
+
+// writeError answers r with err, logging to the server's Logger and naming
+// its realm in challenges.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	apierrors.Writer{Logger: s.logger(), Realm: s.realm()}.Write(w, r, err)
+}
+
+func (s *Server) realm() string {
+	if s.Realm != "" {
+		return s.Realm
+	}
+	if u, err := url.Parse(s.Issuer); err == nil {
+		return u.Host
+	}
+	return ""
 }
 
 // Token is what a successful grant issues.

@@ -44,15 +44,18 @@ type Options struct {
 	// Retry-After: 1.
 	FailClosed bool
 	// OnError is called with every error of the Limiter, so that the host
-	// logs it and counts it. Nil means a warning on slog.Default with the
+	// logs it and counts it. Nil means a warning on Logger with the
 	// limit's name, the method and path, and the error: never the key or
 	// the query string.
 	OnError func(r *http.Request, err error)
+	// Logger receives the default OnError's warnings and the 503s of a
+	// failed limiter with FailClosed; nil means slog.Default.
+	Logger *slog.Logger
 }
 
 // Middleware limits each key that key names, as MiddlewareWithOptions does
 // with l, limit and key and the default policy (fail open, errors logged
-// to slog.Default).
+// to slog.Default). Use MiddlewareWithOptions to give it a Logger.
 func Middleware(l Limiter, limit Limit, key KeyFunc) func(http.Handler) http.Handler {
 	return MiddlewareWithOptions(Options{Limiter: l, Limit: limit, Key: key})
 }
@@ -82,10 +85,15 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 	if key == nil {
 		key = KeyByRemoteAddr
 	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	onError := opts.OnError
 	if onError == nil {
-		onError = logError(opts.Limit.Name, opts.FailClosed)
+		onError = logError(logger, opts.Limit.Name, opts.FailClosed)
 	}
+	errw := apierrors.Writer{Logger: logger}
 	limit := opts.Limit
 	hdr := newHeaders(limit)
 
@@ -102,7 +110,7 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 			if err != nil {
 				onError(r, err)
 				if opts.FailClosed {
-					apierrors.Write(w, r, apierrors.Unavailable("the rate limit could not be checked; retry later"))
+					errw.Write(w, r, apierrors.Unavailable("the rate limit could not be checked; retry later"))
 					return
 				}
 				next.ServeHTTP(w, r)
@@ -110,7 +118,7 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 			}
 			h.Set(headerState, hdr.state(d))
 			if !d.Allowed {
-				apierrors.Write(w, r, apierrors.RateLimited(ceilSeconds(d.RetryAfter)))
+				errw.Write(w, r, apierrors.RateLimited(ceilSeconds(d.RetryAfter)))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -118,14 +126,14 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 	}
 }
 
-// logError returns the default OnError.
-func logError(name string, failClosed bool) func(*http.Request, error) {
+// logError returns the default OnError, which warns on logger.
+func logError(logger *slog.Logger, name string, failClosed bool) func(*http.Request, error) {
 	outcome := "request let through"
 	if failClosed {
 		outcome = "request refused"
 	}
 	return func(r *http.Request, err error) {
-		slog.Default().WarnContext(r.Context(), "ratelimit: limiter failed; "+outcome,
+		logger.WarnContext(r.Context(), "ratelimit: limiter failed; "+outcome,
 			"limit", name, "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 }

@@ -205,18 +205,16 @@ func TestMiddlewareLimiterFails(t *testing.T) {
 	}
 }
 
-// The default OnError logs to slog.Default, so this test does not run in
-// parallel.
+// The default OnError warns on the Logger.
 func TestMiddlewareDefaultOnError(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(old) })
-
-	h := ratelimit.Middleware(&stubLimiter{err: errors.New("redis is down")},
-		ratelimit.Limit{Name: "token", Quota: 30, Window: time.Minute},
-		func(r *http.Request) (string, bool) { return r.URL.Query().Get("client_id"), true },
-	)(&okHandler{})
+	h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: &stubLimiter{err: errors.New("redis is down")},
+		Limit:   ratelimit.Limit{Name: "token", Quota: 30, Window: time.Minute},
+		Key:     func(r *http.Request) (string, bool) { return r.URL.Query().Get("client_id"), true },
+		Logger:  slog.New(slog.NewJSONHandler(&buf, nil)),
+	})(&okHandler{})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/auth/v1/oauth/token?client_id=secret-client", nil))
 	require.Equal(t, http.StatusOK, rec.Code)

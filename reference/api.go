@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"log/slog"
 
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
@@ -10,13 +11,16 @@ import (
 
 // newAPI returns the registry of the fifteen resources of the transport
 // management API over db. Access tokens are checked by verifier, which
-// also refuses the tokens of revoked refresh families.
-func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier) (*resource.Registry, error) {
+// also refuses the tokens of revoked refresh families. The requests it
+// fails to serve are logged to logger.
+func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier, logger *slog.Logger) (*resource.Registry, error) {
 	api := &resource.Registry{
 		DB:       db,
 		Dialect:  d,
 		Verifier: verifier,
 		Branches: newBranches(db),
+		Logger:   logger,
+		Realm:    realm,
 	}
 	if err := api.Register(resources()...); err != nil {
 		return nil, err

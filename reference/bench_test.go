@@ -77,7 +77,7 @@ func loadQuotationsAt(b *testing.B, dbURL string, n int) benchData {
 // their arguments, as the resource handlers build them.
 func (d benchData) statements(b *testing.B) (count string, countArgs []any, page string, pageArgs []any) {
 	b.Helper()
-	api, err := newAPI(d.db, query.Postgres, nil)
+	api, err := newAPI(d.db, query.Postgres, nil, testLogger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -161,11 +161,11 @@ func benchStack(b *testing.B, d benchData, parallel bool) {
 	}
 	const issuer = "https://bench.test"
 	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}
-	api, err := newAPI(d.db, query.Postgres, verifier)
+	api, err := newAPI(d.db, query.Postgres, verifier, testLogger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := newHandler(d.db, newOAuthServer(d.db, store, keys, issuer), api)
+	h := newHandler(d.db, newOAuthServer(d.db, store, keys, issuer, testLogger(b)), api)
 	now := time.Now()
 	token, err := keys.Sign(&bearer.Claims{Issuer: issuer, Subject: newID(), Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: newID(), OrganizationID: d.org,

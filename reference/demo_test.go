@@ -38,7 +38,7 @@ func newDemoServer(t *testing.T, b backend) demoServer {
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
-	tokens := newOAuthServer(db, newOAuthStore(db, b.dialect), keys, srv.URL)
+	tokens := newOAuthServer(db, newOAuthStore(db, b.dialect), keys, srv.URL, testLogger(t))
 	h = newHandler(db, tokens, nil)
 	return demoServer{db: db, tokens: tokens, url: srv.URL}
 }

@@ -26,6 +26,15 @@ type directory struct {
 	db *sql.DB
 	// hashes bounds the password hashes that sign-ins compute at once.
 	hashes *hashLimiter
+	// logger receives the warnings of sign-ins; nil means slog.Default.
+	logger *slog.Logger
+}
+
+func (d *directory) log() *slog.Logger {
+	if d.logger != nil {
+		return d.logger
+	}
+	return slog.Default()
 }
 
 // newDirectory returns a directory over db, which migrateDB has migrated,
@@ -73,7 +82,7 @@ func (d *directory) Authenticate(ctx context.Context, email, password string) (o
 		// meanwhile stays changed. A failure only delays the rehash to the
 		// next sign-in.
 		if _, err := d.db.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2 AND password_hash = $3", rehash, u.ID, hash); err != nil {
-			slog.Default().WarnContext(ctx, "password rehash not stored; the next sign-in tries again", "user_id", u.ID, "error", err.Error())
+			d.log().WarnContext(ctx, "password rehash not stored; the next sign-in tries again", "user_id", u.ID, "error", err.Error())
 		}
 	}
 	return u, nil

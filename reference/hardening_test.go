@@ -546,7 +546,7 @@ func TestSignInBusy(t *testing.T) {
 			store := newOAuthStore(db, dialect)
 			keys, err := signingKeys(ctx, store, "", "")
 			require.NoError(t, err)
-			tokens := newOAuthServer(db, store, keys, "http://waybill.test")
+			tokens := newOAuthServer(db, store, keys, "http://waybill.test", testLogger(t))
 			// One slot, no queue, and the slot taken.
 			hashes := newHashLimiter(1, 0, time.Hour)
 			tokens.Directory = &directory{db: db, hashes: hashes}

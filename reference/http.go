@@ -15,6 +15,10 @@ import (
 // readyTimeout bounds the database ping of the readiness probe.
 const readyTimeout = 2 * time.Second
 
+// realm is the realm of every WWW-Authenticate challenge the server sends:
+// Bearer for the API, Basic for the token endpoint's client authentication.
+const realm = "waybill"
+
 // newHandler returns the server's routes over db: the token service, the
 // API of api (when not nil), and the probes. Every response that is not a
 // success has the API error shape of package errors, including those for
@@ -34,7 +38,8 @@ type handlerOptions struct {
 	// Metrics records every request, rate-limited ones included, and is
 	// served at GET /metrics.
 	Metrics *metrics
-	// Logger receives the errors of the metrics handler; nil means
+	// Logger receives the errors of the metrics handler and the failed
+	// requests of the routes of its own (the probes); nil means
 	// slog.Default.
 	Logger *slog.Logger
 	// DBTimeout, when not zero, bounds every request's wait for the
@@ -54,13 +59,13 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	}
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))
-	mux.Handle("GET /readyz", handleReadyz(db))
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	mux.Handle("GET /readyz", handleReadyz(db, logger))
 	mux.Handle("/readyz", methodNotAllowed(http.MethodGet, http.MethodHead))
 	if opts.Metrics != nil {
-		logger := opts.Logger
-		if logger == nil {
-			logger = slog.Default()
-		}
 		mux.Handle("GET "+pathMetrics, opts.Metrics.handler(logger))
 		mux.Handle(pathMetrics, methodNotAllowed(http.MethodGet, http.MethodHead))
 	}
@@ -116,13 +121,15 @@ func handleHealthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReadyz returns the readiness probe: 200 {"status":"ready"} when db
-// answers a ping within readyTimeout, else 503 temporarily_unavailable.
-func handleReadyz(db *sql.DB) http.Handler {
+// answers a ping within readyTimeout, else 503 temporarily_unavailable,
+// logged to logger.
+func handleReadyz(db *sql.DB, logger *slog.Logger) http.Handler {
+	errw := apierrors.Writer{Logger: logger}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 		defer cancel()
 		if err := db.PingContext(ctx); err != nil {
-			apierrors.Write(w, r, apierrors.Unavailable("the database is not reachable").Wrap(err))
+			errw.Write(w, r, apierrors.Unavailable("the database is not reachable").Wrap(err))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -164,9 +164,9 @@ func TestTenantIsolation(t *testing.T) {
 			require.NoError(t, err)
 			const issuer = "https://iso.test"
 			verifier := &bearer.Verifier{Keys: keys, Issuer: issuer}
-			api, err := newAPI(db, dialect, verifier)
+			api, err := newAPI(db, dialect, verifier, testLogger(t))
 			require.NoError(t, err)
-			srv := httptest.NewServer(newHandler(db, newOAuthServer(db, store, keys, issuer), api))
+			srv := httptest.NewServer(newHandler(db, newOAuthServer(db, store, keys, issuer, testLogger(t)), api))
 			t.Cleanup(srv.Close)
 
 			var allScopes []string

@@ -123,10 +123,9 @@ func main() {
 		stop()
 	}()
 
-	// The errors package, and anything else that logs without being handed
-	// a logger, writes to slog.Default: give it the same JSON lines.
+	// Every part of the server is handed its logger; this one is for what
+	// logs on a process-wide logger of its own.
 	logger := newLogger(os.Stderr)
-	slog.SetDefault(logger)
 	// go-redis logs each failed dial on its own process-wide logger, in
 	// plain text: a line per request while Redis is down. Send those lines
 	// to ours, at debug level; the rate limits log the outage themselves.

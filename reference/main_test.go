@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -478,4 +479,10 @@ func TestBinary(t *testing.T) {
 		assert.Empty(t, stdout.String())
 		assert.Equal(t, "waybill: admin branch create: organization 00000000-0000-4000-8000-000000000000 not found\n", stderr.String())
 	})
+}
+
+// testLogger returns the logger of a server a test builds in process: its
+// JSON lines go to the test's output, shown when the test fails or with -v.
+func testLogger(tb testing.TB) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(tb.Output(), nil))
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/resource"
@@ -55,7 +54,7 @@ func numbered(field, prefix, kind string) resource.Hooks {
 		if branch == "" {
 			return apierrors.Internal(errors.New("numbered: " + field + " needs a branch-scoped write"))
 		}
-		year := time.Now().UTC().Year()
+		year := w.Time.UTC().Year()
 		n, err := nextNumber(ctx, tx, branch, kind, year)
 		if err != nil {
 			return apierrors.Internal(err)

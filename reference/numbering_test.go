@@ -19,7 +19,7 @@ import (
 // createNumbered runs the create hook of numbered in a transaction of its
 // own, stores a quotation with the number, and returns the number.
 func createNumbered(t *testing.T, db *sql.DB, d query.Dialect, hooks resource.Hooks, tenant tenancy.Tenant, account string) (string, error) {
-	w := &resource.Write{Tenant: tenant, Changes: resource.Record{}, Dialect: d}
+	w := &resource.Write{Tenant: tenant, Changes: resource.Record{}, Dialect: d, Time: time.Now()}
 	err := inTx(t.Context(), db, func(tx *sql.Tx) error {
 		if err := hooks.BeforeCreate(t.Context(), tx, w); err != nil {
 			return err
@@ -73,7 +73,7 @@ func TestNumbered(t *testing.T) {
 			assert.Equal(t, want("Q", 4), []string{n})
 
 			// Kinds count apart.
-			w := &resource.Write{Tenant: north, Changes: resource.Record{}}
+			w := &resource.Write{Tenant: north, Changes: resource.Record{}, Time: time.Now()}
 			require.NoError(t, inTx(t.Context(), db, func(tx *sql.Tx) error {
 				return numbered("order_number", "O", "order").BeforeCreate(t.Context(), tx, w)
 			}))
@@ -90,7 +90,7 @@ func TestNumbered(t *testing.T) {
 
 			// An organization-scoped write has no branch to number in.
 			err = inTx(t.Context(), db, func(tx *sql.Tx) error {
-				return quotations.BeforeCreate(t.Context(), tx, &resource.Write{Tenant: tenancy.Tenant{OrganizationID: f.org}, Changes: resource.Record{}})
+				return quotations.BeforeCreate(t.Context(), tx, &resource.Write{Tenant: tenancy.Tenant{OrganizationID: f.org}, Changes: resource.Record{}, Time: time.Now()})
 			})
 			assert.Error(t, err)
 		})

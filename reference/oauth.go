@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"os"
 	"slices"
 	"strings"
 
@@ -91,16 +93,28 @@ func explainSealing(err error) error {
 	return err
 }
 
-// newOAuthServer returns the token service of the reference server.
-func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *bearer.KeySet, issuer string) *oauth.Server {
+// newOAuthServer returns the token service of the reference server, which
+// logs to logger.
+func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *bearer.KeySet, issuer string, logger *slog.Logger) *oauth.Server {
+	d := newDirectory(db)
+	d.logger = logger
 	return &oauth.Server{
 		Issuer:          issuer,
 		Keys:            keys,
 		Store:           store,
-		Directory:       newDirectory(db),
+		Directory:       d,
 		SecureCookies:   strings.HasPrefix(issuer, "https://"),
 		ScopesSupported: knownScopes(),
+		Logger:          logger,
+		Realm:           realm,
 	}
+}
+
+// adminOAuthServer returns the token service of an admin command: no keys
+// and no issuer, for the operations that sign nothing. Its log lines, if
+// any, go to the process's standard error as JSON lines, as serve's do.
+func adminOAuthServer(db *sql.DB, d query.Dialect) *oauth.Server {
+	return newOAuthServer(db, newOAuthStore(db, d), nil, "", newLogger(os.Stderr))
 }
 
 // appCreate is "waybill admin app create --org ORG --name NAME --scopes
@@ -200,7 +214,7 @@ func (c *appCreate) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any,
 			branches = append(branches, id.(string))
 		}
 	}
-	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")
+	srv := adminOAuthServer(db, d)
 	app, secret, err := srv.RegisterApp(ctx, oauth.NewApp{
 		OrganizationID: c.org, Name: c.name, Scopes: oauth.ParseScope(c.scopes),
 		BranchIDs: branches, RedirectURIs: c.redirectURIs,
@@ -236,7 +250,7 @@ func (c *appRotateSecret) check() error {
 // --revoke-tokens it revokes the app's tokens too. It prints the
 // oauth.SecretRotation.
 func (c *appRotateSecret) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
-	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")
+	srv := adminOAuthServer(db, d)
 	rotation, err := srv.RotateAppSecret(ctx, c.clientID, c.revokeTokens)
 	if err != nil {
 		return nil, err

@@ -131,6 +131,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			res, body := postForm(t, base+"/auth/v1/oauth/token", url.Values{"grant_type": {"client_credentials"}}, clientID, secret)
 			assert.Equal(t, 401, res.StatusCode)
 			assert.Equal(t, "invalid_client", body["error"])
+			assert.Equal(t, `Basic realm="waybill"`, res.Header.Get("WWW-Authenticate"))
 			res, _ = postForm(t, base+"/auth/v1/oauth/token", url.Values{"grant_type": {"client_credentials"}}, clientID, newSecret)
 			assert.Equal(t, 200, res.StatusCode)
 

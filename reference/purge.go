@@ -117,7 +117,7 @@ func (c *purgeCmd) check() error {
 // exec purges once and returns the counts of what it deleted
 // (oauth.PurgeResult).
 func (c *purgeCmd) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
-	srv := newOAuthServer(db, newOAuthStore(db, d), nil, "")
+	srv := adminOAuthServer(db, d)
 	srv.RefreshMaxAge = c.refreshMaxAge
 	res, err := srv.Purge(ctx, 0)
 	if err != nil {

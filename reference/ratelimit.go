@@ -167,6 +167,8 @@ type rateLimits struct {
 	limiter           ratelimit.Limiter
 	metrics           *metrics
 	errorLogs         map[string]*errorLog // by limit name
+	// errors writes the refusals, logging to the server's logger.
+	errors apierrors.Writer
 	// close releases the Redis client; nil for the in-process limiter.
 	close func() error
 }
@@ -181,6 +183,7 @@ func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog
 		edge:    limit(limitEdge, c.Edge),
 		token:   limit(limitToken, c.Token),
 		metrics: m,
+		errors:  apierrors.Writer{Logger: logger, Realm: realm},
 	}
 	l.errorLogs = map[string]*errorLog{}
 	for _, lim := range []ratelimit.Limit{l.rest, l.edge, l.token} {
@@ -348,7 +351,7 @@ func (l *rateLimits) signIn(next http.Handler) http.Handler {
 		}
 		ratelimit.SetHeaders(w.Header(), lim, tightest)
 		if !tightest.Allowed {
-			apierrors.Write(w, r, apierrors.RateLimited(ceilSeconds(tightest.RetryAfter)))
+			l.errors.Write(w, r, apierrors.RateLimited(ceilSeconds(tightest.RetryAfter)))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -375,6 +378,7 @@ func (l *rateLimits) middleware(lim ratelimit.Limit, key ratelimit.KeyFunc) func
 		Limit:   lim,
 		Key:     key,
 		OnError: l.onError(lim.Name),
+		Logger:  l.errors.Logger,
 	})
 }
 

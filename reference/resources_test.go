@@ -403,7 +403,7 @@ func TestResourcesCreate(t *testing.T) {
 				if r.ScopeType == tenancy.Organization {
 					tenant.BranchID = ""
 				}
-				w := &resource.Write{Resource: r, Tenant: tenant, Changes: tc.body(), Dialect: b.dialect}
+				w := &resource.Write{Resource: r, Tenant: tenant, Changes: tc.body(), Dialect: b.dialect, Time: time.Now()}
 				err := inTx(t.Context(), db, func(tx *sql.Tx) error {
 					if err := r.Hooks.BeforeCreate(t.Context(), tx, w); err != nil {
 						return err

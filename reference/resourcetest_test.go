@@ -47,9 +47,9 @@ func rtConfig(t *testing.T, b backend) resourcetest.Config {
 	keys, err := bearer.NewKeySet(key)
 	require.NoError(t, err)
 	const issuer = "https://rt.test"
-	api, err := newAPI(db, dialect, &bearer.Verifier{Keys: keys, Issuer: issuer})
+	api, err := newAPI(db, dialect, &bearer.Verifier{Keys: keys, Issuer: issuer}, testLogger(t))
 	require.NoError(t, err)
-	srv := newHandler(db, newOAuthServer(db, store, keys, issuer), api)
+	srv := newHandler(db, newOAuthServer(db, store, keys, issuer, testLogger(t)), api)
 	return resourcetest.Config{
 		Registry: api, Handler: srv, Keys: keys, Issuer: issuer,
 		Organization: alpha.org, Branch: alpha.branches[0], SiblingBranch: alpha.branches[1],

@@ -68,7 +68,7 @@ func stampOnStatus(status, state, stamp string) resource.Hooks {
 		if _, ok := w.Changes[stamp]; ok || w.Current[stamp] != nil {
 			return nil
 		}
-		w.Changes[stamp] = time.Now().UTC().Truncate(time.Microsecond)
+		w.Changes[stamp] = w.Time.UTC().Truncate(time.Microsecond)
 		return nil
 	})
 }

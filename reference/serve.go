@@ -205,11 +205,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	if issuer == "" {
 		issuer = url
 	}
-	tokens := newOAuthServer(db, store, keys, issuer)
-	tokens.Logger = logger
+	tokens := newOAuthServer(db, store, keys, issuer, logger)
 	tokens.RefreshMaxAge = cfg.RefreshMaxAge
 	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}
-	api, err := newAPI(db, dialect, verifier)
+	api, err := newAPI(db, dialect, verifier, logger)
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("serve: %w", err)

@@ -205,6 +205,13 @@ const issuer = "https://issuer.test"
 
 func newEnv(t testing.TB, b backend) *env {
 	t.Helper()
+	return newEnvWith(t, b, nil)
+}
+
+// newEnvWith is newEnv with configure, when not nil, called on the registry
+// and the test resources before they are registered.
+func newEnvWith(t testing.TB, b backend, configure func(*resource.Registry, []*resource.Resource)) *env {
+	t.Helper()
 	db := b.open(t)
 	_, err := db.Exec(b.schema)
 	require.NoError(t, err)
@@ -215,7 +222,11 @@ func newEnv(t testing.TB, b backend) *env {
 	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
 	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: &bearer.Verifier{Keys: keys, Issuer: issuer}, Branches: branches{db}}
-	require.NoError(t, reg.Register(testResources()...))
+	rs := testResources()
+	if configure != nil {
+		configure(reg, rs)
+	}
+	require.NoError(t, reg.Register(rs...))
 	mux := http.NewServeMux()
 	reg.Mount(mux)
 	srv := httptest.NewServer(mux)

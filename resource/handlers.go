@@ -56,30 +56,30 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	q, err := h.resource.schema.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		h.registry.errors().Write(w, r, err)
 		return
 	}
 	d := h.dialect()
 	cond, args := tenantWhere(h.resource, t)
 	countSQL, countArgs, err := d.SQL(q.Count(d, sq.Select("COUNT(*)").From(h.resource.table()).Where(cond, args...)))
 	if err != nil {
-		apierrors.Write(w, r, apierrors.Internal(err))
+		h.registry.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	pageSQL, pageArgs, err := d.SQL(q.Page(d, h.selectFrom().Where(cond, args...)))
 	if err != nil {
-		apierrors.Write(w, r, apierrors.Internal(err))
+		h.registry.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	ctx := r.Context()
 	var total int64
 	if err := h.db().QueryRowContext(ctx, countSQL, countArgs...).Scan(&total); err != nil {
-		apierrors.Write(w, r, readError(err))
+		h.registry.errors().Write(w, r, readError(err))
 		return
 	}
 	rows, err := h.db().QueryContext(ctx, pageSQL, pageArgs...)
 	if err != nil {
-		apierrors.Write(w, r, readError(err))
+		h.registry.errors().Write(w, r, readError(err))
 		return
 	}
 	defer rows.Close()
@@ -89,20 +89,20 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	n := 0
 	for rows.Next() {
 		if err := rows.Scan(ptrs...); err != nil {
-			apierrors.Write(w, r, apierrors.Internal(err))
+			h.registry.errors().Write(w, r, apierrors.Internal(err))
 			return
 		}
 		if n > 0 {
 			buf = append(buf, ',')
 		}
 		if buf, err = h.appendRecord(buf, vals); err != nil {
-			apierrors.Write(w, r, apierrors.Internal(err))
+			h.registry.errors().Write(w, r, apierrors.Internal(err))
 			return
 		}
 		n++
 	}
 	if err := rows.Err(); err != nil {
-		apierrors.Write(w, r, readError(err))
+		h.registry.errors().Write(w, r, readError(err))
 		return
 	}
 	buf = append(buf, `],"pagination":{"limit":`...)
@@ -120,12 +120,12 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	id, ok := canonicalID(r.PathValue("id"))
 	if !ok {
-		apierrors.Write(w, r, h.notFound())
+		h.registry.errors().Write(w, r, h.notFound())
 		return
 	}
 	vals, err := h.find(r.Context(), h.db(), t, id, false)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		h.registry.errors().Write(w, r, err)
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)
@@ -135,18 +135,18 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	if _, err := h.mayWrite(r.Context(), t); err != nil {
-		apierrors.Write(w, r, err)
+		h.registry.errors().Write(w, r, err)
 		return
 	}
 	changes, err := h.resource.readChanges(w, r, true)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		h.registry.errors().Write(w, r, err)
 		return
 	}
 	id := newID()
 	var vals []any
 	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
-		wr := &Write{Resource: h.resource, Tenant: t, Changes: changes, Dialect: h.dialect()}
+		wr := &Write{Resource: h.resource, Tenant: t, Changes: changes, Dialect: h.dialect(), Time: h.registry.now()}
 		if hook := h.resource.Hooks.BeforeCreate; hook != nil {
 			if err := hook(r.Context(), tx, wr); err != nil {
 				return err
@@ -159,11 +159,11 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		if err := h.checkReferences(r.Context(), tx, t, branch, wr.Changes, apierrors.CreateFailed); err != nil {
 			return err
 		}
-		vals, err = h.insert(r.Context(), tx, t, id, wr.Changes)
+		vals, err = h.insert(r.Context(), tx, t, id, wr)
 		return err
 	})
 	if err != nil {
-		apierrors.Write(w, r, writeError(err, apierrors.CreateFailed))
+		h.registry.errors().Write(w, r, writeError(err, apierrors.CreateFailed))
 		return
 	}
 	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/")+"/"+id)
@@ -175,17 +175,17 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	id, ok := canonicalID(r.PathValue("id"))
 	if !ok {
-		apierrors.Write(w, r, h.notFound())
+		h.registry.errors().Write(w, r, h.notFound())
 		return
 	}
 	coversAll, err := h.mayWrite(r.Context(), t)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		h.registry.errors().Write(w, r, err)
 		return
 	}
 	changes, err := h.resource.readChanges(w, r, false)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		h.registry.errors().Write(w, r, err)
 		return
 	}
 	var vals []any
@@ -194,7 +194,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 			vals = current
 			return nil
 		}
-		wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: changes, Dialect: h.dialect()}
+		wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: changes, Dialect: h.dialect(), Time: h.registry.now()}
 		if hook := h.resource.Hooks.BeforeUpdate; hook != nil {
 			if err := hook(r.Context(), tx, wr); err != nil {
 				return err
@@ -204,11 +204,11 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		var err error
-		vals, err = h.updateRow(r.Context(), tx, t, id, wr.Changes)
+		vals, err = h.updateRow(r.Context(), tx, t, id, wr)
 		return err
 	})
 	if err != nil {
-		apierrors.Write(w, r, writeError(err, apierrors.InvalidUpdate))
+		h.registry.errors().Write(w, r, writeError(err, apierrors.InvalidUpdate))
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)
@@ -219,18 +219,18 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	id, ok := canonicalID(r.PathValue("id"))
 	if !ok {
-		apierrors.Write(w, r, h.notFound())
+		h.registry.errors().Write(w, r, h.notFound())
 		return
 	}
 	coversAll, err := h.mayWrite(r.Context(), t)
 	if err != nil {
-		apierrors.Write(w, r, err)
+		h.registry.errors().Write(w, r, err)
 		return
 	}
 	var vals []any
 	err = h.change(r.Context(), t, id, coversAll, func(tx *sql.Tx, current []any) error {
 		if hook := h.resource.Hooks.BeforeDelete; hook != nil {
-			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect()}
+			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect(), Time: h.registry.now()}
 			if err := hook(r.Context(), tx, wr); err != nil {
 				return err
 			}
@@ -243,7 +243,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		if sqlerr.KindOf(err) == sqlerr.ForeignKey {
 			err = apierrors.Conflict("the record is still referenced by other records; delete or change those first")
 		}
-		apierrors.Write(w, r, writeError(err, apierrors.InvalidRequest))
+		h.registry.errors().Write(w, r, writeError(err, apierrors.InvalidRequest))
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)
@@ -336,11 +336,10 @@ func (h *handlers) find(ctx context.Context, q querier, t tenancy.Tenant, id str
 	return h.scanOne(ctx, q, b)
 }
 
-func (h *handlers) insert(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, changes Record) ([]any, error) {
-	d := h.dialect()
-	now := h.registry.now()
+func (h *handlers) insert(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, w *Write) ([]any, error) {
+	d, changes := h.dialect(), w.Changes
 	cols := []string{"id", OrganizationColumn, "created_at", "updated_at"}
-	vals := []any{id, t.OrganizationID, d.Timestamp(now), d.Timestamp(now)}
+	vals := []any{id, t.OrganizationID, d.Timestamp(w.Time), d.Timestamp(w.Time)}
 	if h.resource.ScopeType != tenancy.Organization {
 		cols = append(cols, BranchColumn)
 		vals = append(vals, t.BranchID)
@@ -355,10 +354,10 @@ func (h *handlers) insert(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id 
 	return h.scanOne(ctx, tx, b)
 }
 
-func (h *handlers) updateRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, changes Record) ([]any, error) {
-	d := h.dialect()
+func (h *handlers) updateRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, w *Write) ([]any, error) {
+	d, changes := h.dialect(), w.Changes
 	cond, args := tenantWhere(h.resource, t)
-	b := sq.Update(h.resource.table()).Set("updated_at", d.Timestamp(h.registry.now()))
+	b := sq.Update(h.resource.table()).Set("updated_at", d.Timestamp(w.Time))
 	for _, f := range h.resource.fields {
 		if v, ok := changes[f.Name]; ok {
 			b = b.Set(f.Name, bind(d, f.Type, v))
@@ -502,7 +501,7 @@ func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status in
 	buf := append(make([]byte, 0, 512), `{"data":`...)
 	buf, err := h.appendRecord(buf, vals)
 	if err != nil {
-		apierrors.Write(w, r, apierrors.Internal(err))
+		h.registry.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	buf = append(buf, `,"version":"`+Version+`"}`...)

@@ -3,6 +3,7 @@ package resource
 import (
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -37,6 +38,12 @@ type Registry struct {
 	// Middleware wraps every route of the API after tenancy has resolved
 	// the tenant, e.g. rate limiting per organization; nil means none.
 	Middleware func(http.Handler) http.Handler
+	// Logger receives the requests the API failed to serve (status 500
+	// and above, and those the client abandoned); nil means slog.Default.
+	Logger *slog.Logger
+	// Realm is the realm of the WWW-Authenticate challenges of refused
+	// tokens; "" means none.
+	Realm string
 
 	resources []*Resource
 }
@@ -105,7 +112,8 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 	for _, r := range g.resources {
 		mw := tenancy.Middleware(tenancy.Options{
 			Verifier: g.Verifier, Branches: g.Branches, ScopeType: r.ScopeType,
-			Scope: tenancy.ReadWrite(r.ReadScope(), r.WriteScope()),
+			Scope:  tenancy.ReadWrite(r.ReadScope(), r.WriteScope()),
+			Logger: g.Logger, Realm: g.Realm,
 		})
 		wrap := func(h http.HandlerFunc) http.Handler {
 			var next http.Handler = h
@@ -129,17 +137,22 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 				mux.Handle("PATCH "+item, wrap(h.update))
 				mux.Handle("DELETE "+item, wrap(h.delete))
 			}
-			mux.Handle(collection, methodNotAllowed(collectionAllow))
-			mux.Handle(item, methodNotAllowed(itemAllow))
+			mux.Handle(collection, g.methodNotAllowed(collectionAllow))
+			mux.Handle(item, g.methodNotAllowed(itemAllow))
 		}
 	}
 }
 
-func methodNotAllowed(allow []string) http.Handler {
+func (g *Registry) methodNotAllowed(allow []string) http.Handler {
 	err := apierrors.MethodNotAllowed(allow...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		apierrors.Write(w, r, err)
+		g.errors().Write(w, r, err)
 	})
+}
+
+// errors returns the Writer of the registry's error answers.
+func (g *Registry) errors() apierrors.Writer {
+	return apierrors.Writer{Logger: g.Logger, Realm: g.Realm}
 }
 
 // tenantWhere returns the condition that keeps a statement inside the

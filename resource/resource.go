@@ -40,6 +40,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/tenancy"
@@ -117,6 +118,10 @@ type Write struct {
 	Changes Record
 	// Dialect is the database's dialect, for hooks that run SQL.
 	Dialect query.Dialect
+	// Time is when the write happens, on the registry's clock
+	// (Registry.Now): the created_at and updated_at it stores. Hooks that
+	// stamp or date a record use it rather than the wall clock.
+	Time time.Time
 }
 
 // Value returns the value of field after the write: the change if there is

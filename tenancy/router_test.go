@@ -29,13 +29,14 @@ func chiScopeID(r *http.Request) string { return chi.URLParam(r, "scopeId") }
 // knows no route parameters yet, it answers 500 and logs the fix instead
 // of a 404 that blames the data.
 func TestChiRouter(t *testing.T) {
-	log := captureLog(t)
+	t.Parallel()
+	log, logger := captureLog()
 	s := newSigner(t)
 	token := s.sign(t, bearer.Claims{OrganizationID: orgA, ClientID: "c", Scopes: []string{"svc:orders:read"}})
 	opts := func(scopeID func(*http.Request) string) tenancy.Options {
 		return tenancy.Options{
 			Verifier: &bearer.Verifier{Keys: s.keys, Issuer: "https://i.test"}, Branches: branches, ScopeType: tenancy.Branch,
-			Scope: tenancy.ReadWrite("svc:orders:read", "svc:orders:write"), ScopeID: scopeID,
+			Scope: tenancy.ReadWrite("svc:orders:read", "svc:orders:write"), ScopeID: scopeID, Logger: logger,
 		}
 	}
 	grouped := func(o tenancy.Options) http.Handler {
@@ -86,11 +87,13 @@ func TestChiRouter(t *testing.T) {
 // TestNoScopeIDOnServeMux: a ServeMux pattern without the wildcard the
 // middleware reads is a wiring mistake too.
 func TestNoScopeIDOnServeMux(t *testing.T) {
-	log := captureLog(t)
+	t.Parallel()
+	log, logger := captureLog()
 	s := newSigner(t)
 	mux := http.NewServeMux()
 	mux.Handle("/v1/{branchId}/orders", tenancy.Middleware(tenancy.Options{
 		Verifier: &bearer.Verifier{Keys: s.keys, Issuer: "https://i.test"}, Branches: branches, ScopeType: tenancy.Branch,
+		Logger: logger,
 	})(branchOf))
 	req := httptest.NewRequest(http.MethodGet, "/v1/"+a1+"/orders", nil)
 	req.Header.Set("Authorization", "Bearer "+s.sign(t, bearer.Claims{OrganizationID: orgA, ClientID: "c"}))
@@ -101,13 +104,11 @@ func TestNoScopeIDOnServeMux(t *testing.T) {
 	assert.Contains(t, log.String(), "Options.ScopeID")
 }
 
-func captureLog(t *testing.T) *bytes.Buffer {
-	t.Helper()
+// captureLog returns a logger for the middleware's Options and the buffer
+// its JSON lines go to.
+func captureLog() (*bytes.Buffer, *slog.Logger) {
 	var buf bytes.Buffer
-	prev := slog.Default()
-	slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(prev) })
-	return &buf
+	return &buf, slog.New(slog.NewJSONHandler(&buf, nil))
 }
 
 // TestMiddlewareChecksOptions: options the middleware cannot work with

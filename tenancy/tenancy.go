@@ -60,6 +60,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -229,6 +230,13 @@ type Options struct {
 	// chi: func(r *http.Request) string { return chi.URLParam(r, "scopeId") }.
 	// nil means r.PathValue(PathValue). Set PathValue or ScopeID, not both.
 	ScopeID func(r *http.Request) string
+	// Logger receives the requests the middleware failed to serve (a
+	// wiring mistake, a branch lookup that failed); nil means
+	// slog.Default.
+	Logger *slog.Logger
+	// Realm is the realm of the WWW-Authenticate challenges of refused
+	// tokens; "" means none.
+	Realm string
 }
 
 // check panics when the options cannot work: it runs when Middleware is
@@ -267,22 +275,24 @@ func errNoScopeID(o *Options) error {
 
 // Middleware authenticates the request, checks its scope, resolves its
 // tenant and calls next with the Tenant in the request's context. Every
-// refusal is written with apierrors.Write.
+// refusal is written with an apierrors.Writer of opts.Logger and
+// opts.Realm.
 //
 // It panics when opts lack what it needs (see Options).
 func Middleware(opts Options) func(http.Handler) http.Handler {
 	opts.check()
 	scopeID := opts.scopeIDFunc()
+	errw := apierrors.Writer{Logger: opts.Logger, Realm: opts.Realm}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := scopeID(r)
 			if id == "" {
-				apierrors.Write(w, r, apierrors.Internal(errNoScopeID(&opts)))
+				errw.Write(w, r, apierrors.Internal(errNoScopeID(&opts)))
 				return
 			}
 			t, err := opts.resolve(r, id)
 			if err != nil {
-				apierrors.Write(w, r, err)
+				errw.Write(w, r, err)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), t)))

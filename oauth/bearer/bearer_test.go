@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -68,7 +69,9 @@ func TestNewKeySet(t *testing.T) {
 	k, err := bearer.GenerateKey()
 	require.NoError(t, err)
 	assert.Len(t, k.Secret, 32)
-	assert.NotEmpty(t, k.ID)
+	id, err := uuid.Parse(k.ID)
+	require.NoError(t, err, "the key id is a UUID")
+	assert.Equal(t, uuid.Version(7), id.Version())
 }
 
 func TestVerify(t *testing.T) {

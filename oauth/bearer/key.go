@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 )
 
 // MinKeyLength is the shortest HMAC key accepted, in bytes: HS256 keys must
@@ -25,17 +26,18 @@ type Key struct {
 	Secret []byte
 }
 
-// GenerateKey returns a new random 256-bit key with a random id.
+// GenerateKey returns a new random 256-bit key. Its id is a UUIDv7, made
+// the way every id of the module is: ordered by the time it was made.
 func GenerateKey() (Key, error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return Key{}, fmt.Errorf("bearer: generate key: %w", err)
 	}
-	id := make([]byte, 9)
-	if _, err := rand.Read(id); err != nil {
+	id, err := uuid.NewV7()
+	if err != nil {
 		return Key{}, fmt.Errorf("bearer: generate key: %w", err)
 	}
-	return Key{ID: base64.RawURLEncoding.EncodeToString(id), Secret: secret}, nil
+	return Key{ID: id.String(), Secret: secret}, nil
 }
 
 // SecretKey returns the Key of a raw shared secret, such as the reference
