@@ -51,6 +51,18 @@ const (
 	CodeRateLimited       = "rate_limited"
 	CodeServerError       = "server_error"
 	CodeUnavailable       = "temporarily_unavailable"
+	// CodePreconditionFailed is RFC 9110's 412: an If-Match that names
+	// another version of the record than the stored one.
+	CodePreconditionFailed = "precondition_failed"
+	// CodePreconditionRequired is RFC 6585's 428: a write without the
+	// If-Match that the resource requires.
+	CodePreconditionRequired = "precondition_required"
+	// CodeIdempotencyKeyReused is a 422 for an Idempotency-Key sent again
+	// with another request than the first.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeIdempotencyInProgress is a 409 for an Idempotency-Key sent again
+	// while the first request with it is still being served.
+	CodeIdempotencyInProgress = "idempotency_in_progress"
 	// CodeClientClosed is no answer a client sees: it marks, in logs and
 	// metrics, a request whose client went away before the answer.
 	CodeClientClosed = "client_closed_request"
@@ -93,6 +105,10 @@ var statuses = map[string]int{
 	CodeRateLimited:             http.StatusTooManyRequests,
 	CodeServerError:             http.StatusInternalServerError,
 	CodeUnavailable:             http.StatusServiceUnavailable,
+	CodePreconditionFailed:      http.StatusPreconditionFailed,
+	CodePreconditionRequired:    http.StatusPreconditionRequired,
+	CodeIdempotencyKeyReused:    http.StatusUnprocessableEntity,
+	CodeIdempotencyInProgress:   http.StatusConflict,
 	CodeClientClosed:            StatusClientClosedRequest,
 	CodeInvalidClient:           http.StatusUnauthorized,
 	CodeInvalidGrant:            http.StatusBadRequest,
@@ -248,6 +264,18 @@ func CreateFailed(format string, args ...any) *Error {
 // database refused.
 func InvalidUpdate(format string, args ...any) *Error {
 	return New(CodeInvalidUpdate, format, args...)
+}
+
+// PreconditionFailed is a 412 for a conditional write whose If-Match names
+// a version of the record other than the stored one.
+func PreconditionFailed(format string, args ...any) *Error {
+	return New(CodePreconditionFailed, format, args...)
+}
+
+// PreconditionRequired is a 428 for a write without the If-Match that the
+// resource requires.
+func PreconditionRequired(format string, args ...any) *Error {
+	return New(CodePreconditionRequired, format, args...)
 }
 
 // Unauthorized is a 401 for a request without credentials. Per RFC 6750

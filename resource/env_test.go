@@ -213,6 +213,9 @@ func newEnv(t testing.TB, b backend) *env {
 func newEnvWith(t testing.TB, b backend, configure func(*resource.Registry, []*resource.Resource)) *env {
 	t.Helper()
 	db := b.open(t)
+	if b.dialect == query.SQLite {
+		db.SetMaxOpenConns(1) // as Registry.DB asks
+	}
 	_, err := db.Exec(b.schema)
 	require.NoError(t, err)
 	for _, br := range [][2]string{{a1, orgA}, {a2, orgA}, {b1, orgB}} {

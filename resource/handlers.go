@@ -131,6 +131,18 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	h.writeRecord(w, r, http.StatusOK, vals)
 }
 
+// writeFailedChange answers a PATCH or DELETE that failed: 412 with the
+// stored record for an If-Match that names another version, else err as
+// refuse judges it (see writeError).
+func (h *handlers) writeFailedChange(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) {
+	var stale *staleRecord
+	if errors.As(err, &stale) {
+		h.writeStale(w, r, stale)
+		return
+	}
+	h.registry.errors().Write(w, r, writeError(err, refuse))
+}
+
 // create is POST {prefix}/{scopeId}/{resource}.
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
@@ -183,13 +195,17 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		h.registry.errors().Write(w, r, err)
 		return
 	}
+	if err := h.requireIfMatch(r); err != nil {
+		h.registry.errors().Write(w, r, err)
+		return
+	}
 	changes, err := h.resource.readChanges(w, r, false)
 	if err != nil {
 		h.registry.errors().Write(w, r, err)
 		return
 	}
 	var vals []any
-	err = h.change(r.Context(), t, id, coversAll, func(tx *sql.Tx, current []any) error {
+	err = h.change(r, t, id, coversAll, func(tx *sql.Tx, current []any) error {
 		if len(changes) == 0 {
 			vals = current
 			return nil
@@ -208,7 +224,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		h.registry.errors().Write(w, r, writeError(err, apierrors.InvalidUpdate))
+		h.writeFailedChange(w, r, err, apierrors.InvalidUpdate)
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)
@@ -227,8 +243,12 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		h.registry.errors().Write(w, r, err)
 		return
 	}
+	if err := h.requireIfMatch(r); err != nil {
+		h.registry.errors().Write(w, r, err)
+		return
+	}
 	var vals []any
-	err = h.change(r.Context(), t, id, coversAll, func(tx *sql.Tx, current []any) error {
+	err = h.change(r, t, id, coversAll, func(tx *sql.Tx, current []any) error {
 		if hook := h.resource.Hooks.BeforeDelete; hook != nil {
 			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect(), Time: h.registry.now()}
 			if err := hook(r.Context(), tx, wr); err != nil {
@@ -243,23 +263,28 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		if sqlerr.KindOf(err) == sqlerr.ForeignKey {
 			err = apierrors.Conflict("the record is still referenced by other records; delete or change those first")
 		}
-		h.registry.errors().Write(w, r, writeError(err, apierrors.InvalidRequest))
+		h.writeFailedChange(w, r, err, apierrors.InvalidRequest)
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)
 }
 
 // change runs f in a transaction on the record with id of the tenant,
-// selected and locked: the common part of PATCH and DELETE. coversAll is
-// what mayWrite found; an organization-wide record that the token may not
-// change is 403, no such record 404.
-func (h *handlers) change(ctx context.Context, t tenancy.Tenant, id string, coversAll bool, f func(tx *sql.Tx, current []any) error) error {
+// selected and locked: the common part of PATCH and DELETE of r. coversAll
+// is what mayWrite found; an organization-wide record that the token may
+// not change is 403, no such record 404, and an If-Match that names another
+// version of the record a *staleRecord.
+func (h *handlers) change(r *http.Request, t tenancy.Tenant, id string, coversAll bool, f func(tx *sql.Tx, current []any) error) error {
+	ctx := r.Context()
 	return h.inTx(ctx, func(tx *sql.Tx) error {
 		current, err := h.find(ctx, tx, t, id, true)
 		if err != nil {
 			return err
 		}
 		if err := h.mayChange(coversAll, current); err != nil {
+			return err
+		}
+		if err := h.checkIfMatch(r, current); err != nil {
 			return err
 		}
 		return f(tx, current)
@@ -497,6 +522,8 @@ func (h *handlers) appendRecord(b []byte, vals []any) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// writeRecord answers with one record in its envelope and its ETag; a GET
+// whose If-None-Match names that tag gets 304 Not Modified instead.
 func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status int, vals []any) {
 	buf := append(make([]byte, 0, 512), `{"data":`...)
 	buf, err := h.appendRecord(buf, vals)
@@ -504,6 +531,12 @@ func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status in
 		h.registry.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
+	etag := etagOf(buf[len(`{"data":`):])
+	if l, ok := ifNoneMatch(r); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) && l.matches(etag, true) {
+		notModified(w, etag)
+		return
+	}
+	w.Header().Set("ETag", etag)
 	buf = append(buf, `,"version":"`+Version+`"}`...)
 	writeJSON(w, status, buf)
 }

@@ -22,7 +22,10 @@ var defaultPrefixes = []string{"/v1", "/api/v1"}
 // Registry holds the resources of an API and serves them. DB, Dialect,
 // Verifier and Branches are required; the rest have useful zero values.
 type Registry struct {
-	// DB is the database of every resource's table.
+	// DB is the database of every resource's table. Give a SQLite
+	// database one connection (db.SetMaxOpenConns(1)): SQLite has one
+	// writer, and write transactions begun on several connections at once
+	// fail with SQLITE_BUSY instead of waiting for each other.
 	DB *sql.DB
 	// Dialect is DB's SQL dialect.
 	Dialect query.Dialect

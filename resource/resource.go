@@ -148,6 +148,11 @@ type Resource struct {
 	Fields []Field
 	// ReadOnly resources answer POST, PATCH and DELETE with 405.
 	ReadOnly bool
+	// RequireIfMatch makes PATCH and DELETE conditional: a write without
+	// an If-Match header naming the record's ETag is refused with 428
+	// precondition_required, so that no client overwrites a change it has
+	// not seen. Without it If-Match is optional and honoured when sent.
+	RequireIfMatch bool
 	// MaxLimit is the largest page (0 means query.MaxLimit, 1000).
 	MaxLimit int
 	// DefaultSort is the order without a sort parameter ("" means

@@ -33,6 +33,11 @@ func openDB(ctx context.Context, dsn string) (*sql.DB, query.Dialect, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if dialect == query.SQLite {
+		// SQLite has one writer: one connection makes concurrent writes
+		// wait for each other instead of failing with SQLITE_BUSY.
+		db.SetMaxOpenConns(1)
+	}
 	if err := migrate(ctx, db, dialect); err != nil {
 		db.Close()
 		return nil, 0, fmt.Errorf("migrate: %w", err)
