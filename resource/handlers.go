@@ -59,23 +59,28 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 		h.registry.errors().Write(w, r, err)
 		return
 	}
-	d := h.dialect()
-	cond, args := tenantWhere(h.resource, t)
-	countSQL, countArgs, err := d.SQL(q.Count(d, sq.Select("COUNT(*)").From(h.resource.table()).Where(cond, args...)))
+	only, err := h.fields(r)
 	if err != nil {
-		h.registry.errors().Write(w, r, apierrors.Internal(err))
+		h.registry.errors().Write(w, r, err)
 		return
 	}
+	d := h.dialect()
+	cond, args := tenantWhere(h.resource, t)
 	pageSQL, pageArgs, err := d.SQL(q.Page(d, h.selectFrom().Where(cond, args...)))
 	if err != nil {
 		h.registry.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	ctx := r.Context()
-	var total int64
-	if err := h.db().QueryRowContext(ctx, countSQL, countArgs...).Scan(&total); err != nil {
+	mode, asked := preferredCount(r)
+	total, applied, err := h.total(ctx, q, mode, cond, args)
+	if err != nil {
 		h.registry.errors().Write(w, r, readError(err))
 		return
+	}
+	w.Header().Add("Vary", "Prefer")
+	if asked && applied == mode {
+		w.Header().Set("Preference-Applied", applied.String())
 	}
 	rows, err := h.db().QueryContext(ctx, pageSQL, pageArgs...)
 	if err != nil {
@@ -95,7 +100,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 		if n > 0 {
 			buf = append(buf, ',')
 		}
-		if buf, err = h.appendRecord(buf, vals); err != nil {
+		if buf, err = h.appendFields(buf, vals, only); err != nil {
 			h.registry.errors().Write(w, r, apierrors.Internal(err))
 			return
 		}
@@ -110,7 +115,11 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	buf = append(buf, `,"offset":`...)
 	buf = strconv.AppendInt(buf, q.Offset, 10)
 	buf = append(buf, `,"total":`...)
-	buf = strconv.AppendInt(buf, total, 10)
+	if total != nil {
+		buf = strconv.AppendInt(buf, *total, 10)
+	} else {
+		buf = append(buf, "null"...)
+	}
 	buf = append(buf, `},"version":"`+Version+`"}`...)
 	writeJSON(w, http.StatusOK, buf)
 }
@@ -507,11 +516,22 @@ func (h *handlers) record(vals []any) Record {
 
 // appendRecord appends selected values as a JSON object.
 func (h *handlers) appendRecord(b []byte, vals []any) ([]byte, error) {
+	return h.appendFields(b, vals, nil)
+}
+
+// appendFields appends the fields of selected values that only names (nil:
+// every field) as a JSON object.
+func (h *handlers) appendFields(b []byte, vals []any, only []bool) ([]byte, error) {
 	b = append(b, '{')
+	first := true
 	for i, c := range h.cols {
-		if i > 0 {
+		if only != nil && !only[i] {
+			continue
+		}
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = append(b, h.keys[i]...)
 		v, err := normalize(c.typ, vals[i])
 		if err != nil {
@@ -523,8 +543,19 @@ func (h *handlers) appendRecord(b []byte, vals []any) ([]byte, error) {
 }
 
 // writeRecord answers with one record in its envelope and its ETag; a GET
-// whose If-None-Match names that tag gets 304 Not Modified instead.
+// whose If-None-Match names that tag gets 304 Not Modified instead. The tag
+// is the version of the whole record, also when fields (on a GET) shows
+// only some of it, so that a client may read a few fields and write with
+// If-Match.
 func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status int, vals []any) {
+	var only []bool
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		var err error
+		if only, err = h.fields(r); err != nil {
+			h.registry.errors().Write(w, r, err)
+			return
+		}
+	}
 	buf := append(make([]byte, 0, 512), `{"data":`...)
 	buf, err := h.appendRecord(buf, vals)
 	if err != nil {
@@ -535,6 +566,12 @@ func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status in
 	if l, ok := ifNoneMatch(r); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) && l.matches(etag, true) {
 		notModified(w, etag)
 		return
+	}
+	if only != nil {
+		if buf, err = h.appendFields(buf[:len(`{"data":`)], vals, only); err != nil {
+			h.registry.errors().Write(w, r, apierrors.Internal(err))
+			return
+		}
 	}
 	w.Header().Set("ETag", etag)
 	buf = append(buf, `,"version":"`+Version+`"}`...)

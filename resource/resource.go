@@ -213,6 +213,7 @@ func (r *Resource) compile() error {
 		MaxLimit:    r.MaxLimit,
 		DefaultSort: r.DefaultSort,
 		Reserved:    []string{OrganizationColumn, BranchColumn},
+		Params:      []string{fieldsParam},
 	}
 	if schema.DefaultSort == "" {
 		schema.DefaultSort = "created_at:desc"
