@@ -21,6 +21,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
 )
 
 // defaultDatabaseURL is the database of every command when neither
@@ -200,7 +201,11 @@ func migrateDB(ctx context.Context, db *sql.DB, dialect query.Dialect) ([]int, e
 	if err != nil {
 		return applied, err
 	}
-	return applied, newOAuthStore(db, dialect).Migrate(ctx)
+	if err := newOAuthStore(db, dialect).Migrate(ctx); err != nil {
+		return applied, err
+	}
+	// The registry's own tables: the answers kept for idempotency keys.
+	return applied, (&resource.Registry{DB: db, Dialect: dialect}).Migrate(ctx)
 }
 
 // openAndMigrate opens the database that rawURL names, with a pool of at

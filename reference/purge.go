@@ -12,6 +12,7 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
 )
 
 // The purge of the token service's expired state (oauth.Server.Purge): serve
@@ -30,8 +31,33 @@ const (
 	purgeTimeout = 10 * time.Minute
 )
 
-// startPurges starts the periodic purge of the expired state of tokens, in
-// the background: the first purge purgeFirstDelay after the start (or
+// idempotencyPurger deletes the expired idempotency keys of the API
+// (resource.Registry).
+type idempotencyPurger interface {
+	PurgeIdempotencyKeys(ctx context.Context) (int64, error)
+}
+
+// purged is what one purge deleted: the expired state of the token
+// service and the expired idempotency keys of the API.
+type purged struct {
+	oauth.PurgeResult
+	IdempotencyKeys int64 `json:"idempotency_keys"`
+}
+
+// purge runs one purge of tokens and, when not nil, of keys.
+func purge(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger) (purged, error) {
+	res, err := tokens.Purge(ctx, 0)
+	out := purged{PurgeResult: res}
+	if err != nil || keys == nil {
+		return out, err
+	}
+	out.IdempotencyKeys, err = keys.PurgeIdempotencyKeys(ctx)
+	return out, err
+}
+
+// startPurges starts the periodic purge of the expired state of tokens and
+// of the expired idempotency keys of keys (when not nil), in the
+// background: the first purge purgeFirstDelay after the start (or
 // after interval, when shorter), then one every interval, each wait
 // jittered by purgeJitter. An interval of 0 starts nothing. Every purge is
 // logged at info level with what it deleted; a failed one is logged as a
@@ -39,7 +65,7 @@ const (
 // purges stop when ctx is done or stop is called, a purge in progress at
 // once (what it deleted stays deleted); stop returns once they have
 // stopped. Call it before closing the database.
-func startPurges(ctx context.Context, tokens *oauth.Server, interval time.Duration, logger *slog.Logger) (stop func()) {
+func startPurges(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger, interval time.Duration, logger *slog.Logger) (stop func()) {
 	if interval <= 0 {
 		logger.Info("periodic purge of expired tokens disabled", "purge_interval", "0s")
 		return func() {}
@@ -58,7 +84,7 @@ func startPurges(ctx context.Context, tokens *oauth.Server, interval time.Durati
 				return
 			case <-timer.C:
 			}
-			purgeOnce(ctx, tokens, logger)
+			purgeOnce(ctx, tokens, keys, logger)
 			delay = interval
 		}
 	}()
@@ -76,13 +102,13 @@ func jitter(d time.Duration) time.Duration {
 
 // purgeOnce runs one purge and logs its outcome; a purge cut short by the
 // end of ctx (a shutdown) is not an error.
-func purgeOnce(ctx context.Context, tokens *oauth.Server, logger *slog.Logger) {
+func purgeOnce(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger, logger *slog.Logger) {
 	runCtx, cancel := context.WithTimeout(ctx, purgeTimeout)
 	defer cancel()
 	start := time.Now()
-	res, err := tokens.Purge(runCtx, 0)
+	res, err := purge(runCtx, tokens, keys)
 	attrs := []any{"codes", res.Codes, "refresh_tokens", res.RefreshTokens, "families", res.Families, "grants", res.Grants,
-		"duration", time.Since(start).String()}
+		"idempotency_keys", res.IdempotencyKeys, "duration", time.Since(start).String()}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		logger.Info("purge of expired tokens stopped by the shutdown", attrs...)
@@ -114,12 +140,11 @@ func (c *purgeCmd) check() error {
 	return nil
 }
 
-// exec purges once and returns the counts of what it deleted
-// (oauth.PurgeResult).
+// exec purges once and returns the counts of what it deleted (purged).
 func (c *purgeCmd) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	srv := adminOAuthServer(db, d)
 	srv.RefreshMaxAge = c.refreshMaxAge
-	res, err := srv.Purge(ctx, 0)
+	res, err := purge(ctx, srv, &resource.Registry{DB: db, Dialect: d})
 	if err != nil {
 		return nil, err
 	}

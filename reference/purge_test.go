@@ -84,7 +84,7 @@ func puPurge(t *testing.T, w lcWorld) map[string]any {
 
 // puCounts is the output of a purge that deleted these.
 func puCounts(codes, tokens, families, grants int) map[string]any {
-	return map[string]any{"codes": float64(codes), "refresh_tokens": float64(tokens), "families": float64(families), "grants": float64(grants)}
+	return map[string]any{"codes": float64(codes), "refresh_tokens": float64(tokens), "families": float64(families), "grants": float64(grants), "idempotency_keys": 0.0}
 }
 
 // What has ended goes, what lives stays; a replayed token of a revoked
@@ -177,9 +177,9 @@ func TestAdminPurgeFlags(t *testing.T) {
 		want    string // the output, or
 		wantErr string
 	}{
-		{name: "empty database", args: []string{"admin", "purge", "--database-url", db}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0}`},
-		{name: "refresh max age", args: []string{"admin", "purge", "--database-url", db, "--refresh-max-age", "720h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0}`},
-		{name: "environment", args: []string{"admin", "purge"}, env: map[string]string{"WAYBILL_DATABASE_URL": db, "WAYBILL_REFRESH_MAX_AGE": "24h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0}`},
+		{name: "empty database", args: []string{"admin", "purge", "--database-url", db}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0}`},
+		{name: "refresh max age", args: []string{"admin", "purge", "--database-url", db, "--refresh-max-age", "720h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0}`},
+		{name: "environment", args: []string{"admin", "purge"}, env: map[string]string{"WAYBILL_DATABASE_URL": db, "WAYBILL_REFRESH_MAX_AGE": "24h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0}`},
 		{name: "no refresh max age", args: []string{"admin", "purge", "--database-url", db, "--refresh-max-age", "0s"}, wantErr: "admin purge: --refresh-max-age must be positive"},
 		{name: "positional argument", args: []string{"admin", "purge", "now", "--database-url", db}, wantErr: `admin purge: unexpected argument "now"`},
 		{name: "unknown flag", args: []string{"admin", "purge", "--all"}, wantErr: "admin purge: flag provided but not defined: -all"},
@@ -397,7 +397,7 @@ func TestStartPurges(t *testing.T) {
 	t.Run("a failure does not stop the purges", func(t *testing.T) {
 		t.Parallel()
 		logs := &syncBuffer{}
-		stop := startPurges(t.Context(), &oauth.Server{Store: &puStore{fail: 1}}, 10*time.Millisecond, newLogger(logs))
+		stop := startPurges(t.Context(), &oauth.Server{Store: &puStore{fail: 1}}, nil, 10*time.Millisecond, newLogger(logs))
 		assert.Eventually(t, func() bool { return len(levels(logs)) >= 3 }, wait, 10*time.Millisecond)
 		stop()
 		got := levels(logs)
@@ -408,7 +408,7 @@ func TestStartPurges(t *testing.T) {
 		t.Parallel()
 		logs := &syncBuffer{}
 		ctx, cancel := context.WithCancel(t.Context())
-		stop := startPurges(ctx, &oauth.Server{Store: &puStore{block: true}}, 10*time.Millisecond, newLogger(logs))
+		stop := startPurges(ctx, &oauth.Server{Store: &puStore{block: true}}, nil, 10*time.Millisecond, newLogger(logs))
 		time.Sleep(100 * time.Millisecond) // the first purge is in progress
 		started := time.Now()
 		cancel()
@@ -419,7 +419,7 @@ func TestStartPurges(t *testing.T) {
 	t.Run("disabled", func(t *testing.T) {
 		t.Parallel()
 		logs := &syncBuffer{}
-		startPurges(t.Context(), &oauth.Server{Store: &puStore{}}, 0, newLogger(logs))()
+		startPurges(t.Context(), &oauth.Server{Store: &puStore{}}, nil, 0, newLogger(logs))()
 		assert.Contains(t, logs.String(), "periodic purge of expired tokens disabled")
 	})
 }

@@ -252,7 +252,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	// Stopped before the database is closed (deferred after its Close).
-	defer startPurges(ctx, tokens, cfg.PurgeInterval, logger)()
+	defer startPurges(ctx, tokens, api, cfg.PurgeInterval, logger)()
 
 	select {
 	case err := <-served:

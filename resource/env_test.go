@@ -177,6 +177,8 @@ type env struct {
 	dialect query.Dialect
 	http    *httptest.Server
 	keys    *bearer.KeySet
+	// registry is the env's registry, mounted on http.
+	registry *resource.Registry
 }
 
 type backend struct {
@@ -230,11 +232,12 @@ func newEnvWith(t testing.TB, b backend, configure func(*resource.Registry, []*r
 		configure(reg, rs)
 	}
 	require.NoError(t, reg.Register(rs...))
+	require.NoError(t, reg.Migrate(context.Background()))
 	mux := http.NewServeMux()
 	reg.Mount(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &env{db: db, dialect: b.dialect, http: srv, keys: keys}
+	return &env{db: db, dialect: b.dialect, http: srv, keys: keys, registry: reg}
 }
 
 // allScopes are the read and write scopes of every test resource.

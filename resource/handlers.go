@@ -140,16 +140,56 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	h.writeRecord(w, r, http.StatusOK, vals)
 }
 
-// writeFailedChange answers a PATCH or DELETE that failed: 412 with the
-// stored record for an If-Match that names another version, else err as
-// refuse judges it (see writeError).
-func (h *handlers) writeFailedChange(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) {
+// writeFailedWrite answers a POST, PATCH or DELETE that failed: with the
+// answer another request with its Idempotency-Key stored meanwhile; 412
+// with the stored record for an If-Match that names another version; else
+// err as refuse judges it (see writeError).
+func (h *handlers) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) {
 	var stale *staleRecord
-	if errors.As(err, &stale) {
+	var rep *replayed
+	switch {
+	case errors.As(err, &rep):
+		h.replay(w, r, idempotentOf(r), rep.answer)
+	case errors.As(err, &stale):
 		h.writeStale(w, r, stale)
-		return
+	default:
+		h.registry.errors().Write(w, r, writeError(err, refuse))
 	}
-	h.registry.errors().Write(w, r, writeError(err, refuse))
+}
+
+// recordAnswer returns the answer of a write of a record: status, the
+// record in its envelope, its ETag, and location (when not "") as
+// Location.
+func (h *handlers) recordAnswer(status int, vals []any, location string) (*answer, error) {
+	buf := append(make([]byte, 0, 512), `{"data":`...)
+	buf, err := h.appendRecord(buf, vals)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	a := &answer{status: status, headers: map[string]string{"ETag": etagOf(buf[len(`{"data":`):])}}
+	if location != "" {
+		a.headers["Location"] = location
+	}
+	a.body = append(buf, `,"version":"`+Version+`"}`...)
+	return a, nil
+}
+
+// rememberFor stores a, the answer of the write of tx, when r has an
+// Idempotency-Key (see remember).
+func (h *handlers) rememberFor(r *http.Request, tx *sql.Tx, t tenancy.Tenant, a *answer) error {
+	idem := idempotentOf(r)
+	if idem == nil {
+		return nil
+	}
+	return h.remember(r.Context(), tx, t, idem, a)
+}
+
+// send writes a.
+func (a *answer) send(w http.ResponseWriter) {
+	for k, v := range a.headers {
+		w.Header().Set(k, v)
+	}
+	writeJSON(w, a.status, a.body)
 }
 
 // create is POST {prefix}/{scopeId}/{resource}.
@@ -165,7 +205,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := newID()
-	var vals []any
+	var a *answer
 	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
 		wr := &Write{Resource: h.resource, Tenant: t, Changes: changes, Dialect: h.dialect(), Time: h.registry.now()}
 		if hook := h.resource.Hooks.BeforeCreate; hook != nil {
@@ -180,15 +220,21 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		if err := h.checkReferences(r.Context(), tx, t, branch, wr.Changes, apierrors.CreateFailed); err != nil {
 			return err
 		}
-		vals, err = h.insert(r.Context(), tx, t, id, wr)
-		return err
+		vals, err := h.insert(r.Context(), tx, t, id, wr)
+		if err != nil {
+			return err
+		}
+		a, err = h.recordAnswer(http.StatusCreated, vals, strings.TrimSuffix(r.URL.Path, "/")+"/"+id)
+		if err != nil {
+			return err
+		}
+		return h.rememberFor(r, tx, t, a)
 	})
 	if err != nil {
-		h.registry.errors().Write(w, r, writeError(err, apierrors.CreateFailed))
+		h.writeFailedWrite(w, r, err, apierrors.CreateFailed)
 		return
 	}
-	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/")+"/"+id)
-	h.writeRecord(w, r, http.StatusCreated, vals)
+	a.send(w)
 }
 
 // update is PATCH {prefix}/{scopeId}/{resource}/{id}.
@@ -213,30 +259,42 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		h.registry.errors().Write(w, r, err)
 		return
 	}
-	var vals []any
+	var a *answer
 	err = h.change(r, t, id, coversAll, func(tx *sql.Tx, current []any) error {
-		if len(changes) == 0 {
-			vals = current
-			return nil
-		}
-		wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: changes, Dialect: h.dialect(), Time: h.registry.now()}
-		if hook := h.resource.Hooks.BeforeUpdate; hook != nil {
-			if err := hook(r.Context(), tx, wr); err != nil {
+		vals := current
+		if len(changes) > 0 {
+			var err error
+			if vals, err = h.applyUpdate(r.Context(), tx, t, id, current, changes); err != nil {
 				return err
 			}
 		}
-		if err := h.checkReferences(r.Context(), tx, t, h.branchOf(current), wr.Changes, apierrors.InvalidUpdate); err != nil {
+		var err error
+		if a, err = h.recordAnswer(http.StatusOK, vals, ""); err != nil {
 			return err
 		}
-		var err error
-		vals, err = h.updateRow(r.Context(), tx, t, id, wr)
-		return err
+		return h.rememberFor(r, tx, t, a)
 	})
 	if err != nil {
-		h.writeFailedChange(w, r, err, apierrors.InvalidUpdate)
+		h.writeFailedWrite(w, r, err, apierrors.InvalidUpdate)
 		return
 	}
-	h.writeRecord(w, r, http.StatusOK, vals)
+	a.send(w)
+}
+
+// applyUpdate runs the update hooks, checks the references and writes
+// changes to the record with id, current as stored; it returns the record
+// as written.
+func (h *handlers) applyUpdate(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, current []any, changes Record) ([]any, error) {
+	wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: changes, Dialect: h.dialect(), Time: h.registry.now()}
+	if hook := h.resource.Hooks.BeforeUpdate; hook != nil {
+		if err := hook(ctx, tx, wr); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.checkReferences(ctx, tx, t, h.branchOf(current), wr.Changes, apierrors.InvalidUpdate); err != nil {
+		return nil, err
+	}
+	return h.updateRow(ctx, tx, t, id, wr)
 }
 
 // delete is DELETE {prefix}/{scopeId}/{resource}/{id}.
@@ -272,7 +330,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		if sqlerr.KindOf(err) == sqlerr.ForeignKey {
 			err = apierrors.Conflict("the record is still referenced by other records; delete or change those first")
 		}
-		h.writeFailedChange(w, r, err, apierrors.InvalidRequest)
+		h.writeFailedWrite(w, r, err, apierrors.InvalidRequest)
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)

@@ -47,6 +47,11 @@ type Registry struct {
 	// Realm is the realm of the WWW-Authenticate challenges of refused
 	// tokens; "" means none.
 	Realm string
+	// IdempotencyTTL is how long the answer of a write sent with an
+	// Idempotency-Key is kept for its retries; zero means
+	// DefaultIdempotencyTTL (24 hours). The keys need the table that
+	// Migrate creates.
+	IdempotencyTTL time.Duration
 
 	resources []*Resource
 }
@@ -118,14 +123,19 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 			Scope:  tenancy.ReadWrite(r.ReadScope(), r.WriteScope()),
 			Logger: g.Logger, Realm: g.Realm,
 		})
-		wrap := func(h http.HandlerFunc) http.Handler {
-			var next http.Handler = h
+		h := newHandlers(g, r)
+		// A write with an Idempotency-Key that has an answer is answered
+		// before Middleware, so that a replay costs no rate limit.
+		wrap := func(f http.HandlerFunc, idempotent bool) http.Handler {
+			var next http.Handler = f
 			if g.Middleware != nil {
 				next = g.Middleware(next)
 			}
+			if idempotent {
+				next = h.idempotency(next)
+			}
 			return mw(next)
 		}
-		h := newHandlers(g, r)
 		collectionAllow, itemAllow := []string{"GET", "HEAD", "POST"}, []string{"GET", "HEAD", "PATCH", "DELETE"}
 		if r.ReadOnly {
 			collectionAllow, itemAllow = []string{"GET", "HEAD"}, []string{"GET", "HEAD"}
@@ -133,12 +143,12 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 		for _, p := range g.prefixes() {
 			collection := p + "/{scopeId}/" + r.Name
 			item := collection + "/{id}"
-			mux.Handle("GET "+collection, wrap(h.list))
-			mux.Handle("GET "+item, wrap(h.get))
+			mux.Handle("GET "+collection, wrap(h.list, false))
+			mux.Handle("GET "+item, wrap(h.get, false))
 			if !r.ReadOnly {
-				mux.Handle("POST "+collection, wrap(h.create))
-				mux.Handle("PATCH "+item, wrap(h.update))
-				mux.Handle("DELETE "+item, wrap(h.delete))
+				mux.Handle("POST "+collection, wrap(h.create, true))
+				mux.Handle("PATCH "+item, wrap(h.update, true))
+				mux.Handle("DELETE "+item, wrap(h.delete, false))
 			}
 			mux.Handle(collection, g.methodNotAllowed(collectionAllow))
 			mux.Handle(item, g.methodNotAllowed(itemAllow))

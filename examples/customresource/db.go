@@ -12,6 +12,7 @@ import (
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite", pure Go
 
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
 )
 
 // migrations holds the schema: migrations/sqlite and migrations/postgres,
@@ -41,6 +42,12 @@ func openDB(ctx context.Context, dsn string) (*sql.DB, query.Dialect, error) {
 	if err := migrate(ctx, db, dialect); err != nil {
 		db.Close()
 		return nil, 0, fmt.Errorf("migrate: %w", err)
+	}
+	// The registry keeps the answers of writes sent with an Idempotency-Key
+	// in a table of its own.
+	if err := (&resource.Registry{DB: db, Dialect: dialect}).Migrate(ctx); err != nil {
+		db.Close()
+		return nil, 0, err
 	}
 	if _, err := db.ExecContext(ctx, "INSERT INTO branches (id, organization_id, name) VALUES ($1, $2, 'Main depot') ON CONFLICT DO NOTHING",
 		devBranch, devOrganization); err != nil {
