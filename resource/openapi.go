@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/openapi"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -112,14 +112,11 @@ func (g *Registry) OpenAPI(info OpenAPIInfo) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
-		return nil, fmt.Errorf("resource: openapi: %w", err)
+	raw, err := openapi.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("resource: %w", err)
 	}
-	return buf.Bytes(), nil
+	return raw, nil
 }
 
 // OpenAPIHandler returns a handler that serves the document of OpenAPI as
@@ -158,246 +155,28 @@ func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
 	})
 }
 
-// The document's shapes. Structs keep the key order of the output fixed;
-// the maps among them are written with sorted keys by encoding/json.
-
-type oaDocument struct {
-	OpenAPI    string                 `json:"openapi"`
-	Info       oaInfo                 `json:"info"`
-	Servers    []oaServer             `json:"servers"`
-	Tags       []oaTag                `json:"tags"`
-	Paths      map[string]*oaPathItem `json:"paths"`
-	Components oaComponents           `json:"components"`
-}
-
-type oaInfo struct {
-	Title       string `json:"title"`
-	Version     string `json:"version"`
-	Description string `json:"description,omitempty"`
-}
-
-type oaServer struct {
-	URL         string `json:"url"`
-	Description string `json:"description,omitempty"`
-}
-
-type oaTag struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
-}
-
-type oaPathItem struct {
-	Parameters []*oaParameter `json:"parameters,omitempty"`
-	Get        *oaOperation   `json:"get,omitempty"`
-	Post       *oaOperation   `json:"post,omitempty"`
-	Patch      *oaOperation   `json:"patch,omitempty"`
-	Delete     *oaOperation   `json:"delete,omitempty"`
-}
-
-// operations returns the operations of the item by method, in the order
-// GET, POST, PATCH, DELETE.
-func (p *oaPathItem) operations() []*oaOperation {
-	return []*oaOperation{p.Get, p.Post, p.Patch, p.Delete}
-}
-
-type oaOperation struct {
-	Tags        []string               `json:"tags"`
-	Summary     string                 `json:"summary"`
-	Description string                 `json:"description,omitempty"`
-	OperationID string                 `json:"operationId"`
-	Parameters  []*oaParameter         `json:"parameters,omitempty"`
-	RequestBody *oaRequestBody         `json:"requestBody,omitempty"`
-	Responses   map[string]*oaResponse `json:"responses"`
-	Security    []map[string][]string  `json:"security"`
-}
-
-type oaParameter struct {
-	Name        string    `json:"name"`
-	In          string    `json:"in"`
-	Description string    `json:"description,omitempty"`
-	Required    bool      `json:"required,omitempty"`
-	Style       string    `json:"style,omitempty"`
-	Explode     *bool     `json:"explode,omitempty"`
-	Schema      *oaSchema `json:"schema"`
-	Example     any       `json:"example,omitempty"`
-}
-
-type oaRequestBody struct {
-	Description string                  `json:"description,omitempty"`
-	Required    bool                    `json:"required"`
-	Content     map[string]*oaMediaType `json:"content"`
-}
-
-type oaMediaType struct {
-	Schema   *oaSchema             `json:"schema"`
-	Examples map[string]*oaExample `json:"examples,omitempty"`
-}
-
-type oaExample struct {
-	Summary string `json:"summary,omitempty"`
-	Value   any    `json:"value"`
-}
-
-type oaResponse struct {
-	Ref         string                  `json:"$ref,omitempty"`
-	Description string                  `json:"description,omitempty"`
-	Headers     map[string]*oaHeader    `json:"headers,omitempty"`
-	Content     map[string]*oaMediaType `json:"content,omitempty"`
-}
-
-type oaHeader struct {
-	Ref         string    `json:"$ref,omitempty"`
-	Description string    `json:"description,omitempty"`
-	Required    bool      `json:"required,omitempty"`
-	Schema      *oaSchema `json:"schema,omitempty"`
-}
-
-type oaComponents struct {
-	Schemas         map[string]*oaSchema         `json:"schemas"`
-	Responses       map[string]*oaResponse       `json:"responses"`
-	Headers         map[string]*oaHeader         `json:"headers"`
-	SecuritySchemes map[string]*oaSecurityScheme `json:"securitySchemes"`
-}
-
-type oaSecurityScheme struct {
-	Type         string   `json:"type"`
-	Description  string   `json:"description,omitempty"`
-	Scheme       string   `json:"scheme,omitempty"`
-	BearerFormat string   `json:"bearerFormat,omitempty"`
-	Flows        *oaFlows `json:"flows,omitempty"`
-}
-
-type oaFlows struct {
-	AuthorizationCode *oaFlow `json:"authorizationCode,omitempty"`
-	ClientCredentials *oaFlow `json:"clientCredentials,omitempty"`
-}
-
-type oaFlow struct {
-	AuthorizationURL string            `json:"authorizationUrl,omitempty"`
-	TokenURL         string            `json:"tokenUrl"`
-	RefreshURL       string            `json:"refreshUrl,omitempty"`
-	Scopes           map[string]string `json:"scopes"`
-}
-
-// oaSchema is a JSON Schema (2020-12, as OpenAPI 3.1 uses it). Type is a
-// string, or a list of strings for a nullable value ([T, "null"]).
-type oaSchema struct {
-	Ref                  string           `json:"$ref,omitempty"`
-	Description          string           `json:"description,omitempty"`
-	Type                 any              `json:"type,omitempty"`
-	Format               string           `json:"format,omitempty"`
-	Const                any              `json:"const,omitempty"`
-	Enum                 []any            `json:"enum,omitempty"`
-	Default              any              `json:"default,omitempty"`
-	Minimum              *float64         `json:"minimum,omitempty"`
-	Maximum              *float64         `json:"maximum,omitempty"`
-	MinLength            *int             `json:"minLength,omitempty"`
-	MaxLength            *int             `json:"maxLength,omitempty"`
-	Pattern              string           `json:"pattern,omitempty"`
-	Items                *oaSchema        `json:"items,omitempty"`
-	MinItems             *int             `json:"minItems,omitempty"`
-	MaxItems             *int             `json:"maxItems,omitempty"`
-	Properties           oaProperties     `json:"properties,omitempty"`
-	Required             []string         `json:"required,omitempty"`
-	AdditionalProperties *bool            `json:"additionalProperties,omitempty"`
-	OneOf                []*oaSchema      `json:"oneOf,omitempty"`
-	Discriminator        *oaDiscriminator `json:"discriminator,omitempty"`
-	ReadOnly             bool             `json:"readOnly,omitempty"`
-	WriteOnly            bool             `json:"writeOnly,omitempty"`
-	Examples             []any            `json:"examples,omitempty"`
-}
-
-type oaDiscriminator struct {
-	PropertyName string            `json:"propertyName"`
-	Mapping      map[string]string `json:"mapping,omitempty"`
-}
-
-// oaProperties are the properties of an object schema, written in their
-// declared order.
-type oaProperties []oaProperty
-
-type oaProperty struct {
-	name   string
-	schema *oaSchema
-}
-
-// MarshalJSON writes the properties as one JSON object in their order.
-func (p oaProperties) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, pr := range p {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(appendString(nil, pr.name))
-		b.WriteByte(':')
-		v, err := oaMarshal(pr.schema)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// oaMarshal is json.Marshal without the escaping of <, > and &.
-func oaMarshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// Small constructors.
-
-func oaRef(kind, name string) string { return "#/components/" + kind + "/" + name }
-
-func oaSchemaRef(name string) *oaSchema { return &oaSchema{Ref: oaRef("schemas", name)} }
-
-func oaHeaderRef(name string) *oaHeader { return &oaHeader{Ref: oaRef("headers", name)} }
-
-func oaPtr[T any](v T) *T { return &v }
-
-func oaString(description string) *oaSchema {
-	return &oaSchema{Type: "string", Description: description}
-}
-
-func oaObject(required []string, props ...oaProperty) *oaSchema {
-	return &oaSchema{Type: "object", Properties: props, Required: required}
-}
-
-func oaProp(name string, s *oaSchema) oaProperty { return oaProperty{name, s} }
-
-func oaJSON(s *oaSchema) map[string]*oaMediaType {
-	return map[string]*oaMediaType{"application/json": {Schema: s}}
-}
-
 // openAPIBuilder builds the document of one registry.
 type openAPIBuilder struct {
 	g            *Registry
 	info         OpenAPIInfo
-	doc          oaDocument
+	doc          openapi.Document
 	operationIDs map[string]bool
 }
 
-func (b *openAPIBuilder) build() (*oaDocument, error) {
-	b.doc = oaDocument{
+func (b *openAPIBuilder) build() (*openapi.Document, error) {
+	b.doc = openapi.Document{
 		OpenAPI: "3.1.0",
-		Info:    oaInfo{Title: b.info.Title, Version: b.info.Version, Description: b.description()},
-		Servers: []oaServer{{URL: b.info.ServerURL, Description: "The API server, which is also the OAuth issuer."}},
-		Paths:   map[string]*oaPathItem{},
-		Components: oaComponents{
-			Schemas:         map[string]*oaSchema{},
-			Responses:       map[string]*oaResponse{},
+		Info:    openapi.Info{Title: b.info.Title, Version: b.info.Version, Description: b.description()},
+		Servers: []openapi.Server{{URL: b.info.ServerURL, Description: "The API server, which is also the OAuth issuer."}},
+		Paths:   map[string]*openapi.PathItem{},
+		Components: openapi.Components{
+			Schemas:         map[string]*openapi.Schema{},
+			Responses:       map[string]*openapi.Response{},
 			Headers:         oaHeaders(),
 			SecuritySchemes: b.securitySchemes(),
 		},
 	}
-	b.addSchema("Error", oaErrorSchema())
+	b.addSchema("Error", openapi.ErrorSchema())
 	b.addSchema("Pagination", oaPagination())
 	if len(b.g.prefixes()) > 0 {
 		for _, r := range b.g.resources {
@@ -412,7 +191,7 @@ func (b *openAPIBuilder) build() (*oaDocument, error) {
 	return &b.doc, nil
 }
 
-func (b *openAPIBuilder) addSchema(name string, s *oaSchema) error {
+func (b *openAPIBuilder) addSchema(name string, s *openapi.Schema) error {
 	if _, ok := b.doc.Components.Schemas[name]; ok {
 		return fmt.Errorf("resource: openapi: two schemas are named %s", name)
 	}
@@ -420,11 +199,11 @@ func (b *openAPIBuilder) addSchema(name string, s *oaSchema) error {
 	return nil
 }
 
-func (b *openAPIBuilder) addPath(path string, item *oaPathItem) error {
+func (b *openAPIBuilder) addPath(path string, item *openapi.PathItem) error {
 	if _, ok := b.doc.Paths[path]; ok {
 		return fmt.Errorf("resource: openapi: path %s is described twice", path)
 	}
-	for _, op := range item.operations() {
+	for _, op := range item.Operations() {
 		if op == nil {
 			continue
 		}
@@ -440,11 +219,11 @@ func (b *openAPIBuilder) addPath(path string, item *oaPathItem) error {
 // shared returns a reference to the response component name, which build
 // makes the first time: the responses every operation shares are written
 // once.
-func (b *openAPIBuilder) shared(name string, build func() *oaResponse) *oaResponse {
+func (b *openAPIBuilder) shared(name string, build func() *openapi.Response) *openapi.Response {
 	if _, ok := b.doc.Components.Responses[name]; !ok {
 		b.doc.Components.Responses[name] = build()
 	}
-	return &oaResponse{Ref: oaRef("responses", name)}
+	return &openapi.Response{Ref: openapi.Ref("responses", name)}
 }
 
 // Names of a resource.
@@ -521,7 +300,7 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 
 	for _, s := range []struct {
 		name   string
-		schema *oaSchema
+		schema *openapi.Schema
 	}{
 		{n.schema, oaRecordSchema(b.g, r)},
 		{n.schema + "ListEnvelope", oaListEnvelope(r, n)},
@@ -539,19 +318,19 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 			return fmt.Errorf("resource %s: %w", r.Name, err)
 		}
 	}
-	b.doc.Tags = append(b.doc.Tags, oaTag{Name: r.Name, Description: oaResourceDescription(r, n, collection)})
+	b.doc.Tags = append(b.doc.Tags, openapi.Tag{Name: r.Name, Description: oaResourceDescription(r, n, collection)})
 
-	scopeParam := &oaParameter{
+	scopeParam := &openapi.Parameter{
 		Name: "scopeId", In: "path", Required: true, Description: oaScopeIDDescription(r.ScopeType),
-		Schema: &oaSchema{Type: "string", Format: "uuid"},
+		Schema: &openapi.Schema{Type: "string", Format: "uuid"},
 	}
-	idParam := &oaParameter{
+	idParam := &openapi.Parameter{
 		Name: "id", In: "path", Required: true,
 		Description: "The id of " + n.one + ". An id that is not a UUID, or of no " + oaWords(oaSingular(r.Name)) + " that `{scopeId}` sees, gives 404 `not_found`.",
-		Schema:      &oaSchema{Type: "string", Format: "uuid"},
+		Schema:      &openapi.Schema{Type: "string", Format: "uuid"},
 	}
-	collectionItem := &oaPathItem{Parameters: []*oaParameter{scopeParam}, Get: b.listOperation(r, n)}
-	itemItem := &oaPathItem{Parameters: []*oaParameter{scopeParam, idParam}, Get: b.getOperation(r, n)}
+	collectionItem := &openapi.PathItem{Parameters: []*openapi.Parameter{scopeParam}, Get: b.listOperation(r, n)}
+	itemItem := &openapi.PathItem{Parameters: []*openapi.Parameter{scopeParam, idParam}, Get: b.getOperation(r, n)}
 	if !r.ReadOnly {
 		collectionItem.Post = b.createOperation(r, n)
 		itemItem.Patch = b.updateOperation(r, n)
@@ -639,11 +418,11 @@ func oaNeedsScope(scope string) string {
 	return "Needs the scope `" + scope + "` (write does not imply read)."
 }
 
-func oaSecurity(scope string) []map[string][]string {
-	return []map[string][]string{{schemeOAuth2: {scope}}}
+func oaSecurity(scope string) []openapi.SecurityRequirement {
+	return []openapi.SecurityRequirement{{schemeOAuth2: {scope}}}
 }
 
-func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *oaOperation {
+func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operation {
 	desc := []string{
 		"Lists the " + n.plural + " that `{scopeId}` sees, a page at a time, filtered and sorted as the parameters say. `pagination.total` counts every record the filters match.",
 		oaScopeSentence(r.ScopeType, oaRead),
@@ -652,25 +431,25 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *oaOperation {
 	if r.ReadOnly {
 		desc = append(desc, oaReadOnly(n))
 	}
-	return &oaOperation{
+	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "List " + n.plural, OperationID: "list" + n.listOp,
 		Description: strings.Join(desc, "\n\n"),
 		Parameters:  oaListParameters(r),
-		Responses: map[string]*oaResponse{
+		Responses: map[string]*openapi.Response{
 			"200": oaSuccess("A page of "+n.plural+".", n.schema+"ListEnvelope", nil),
-			"400": oaErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
+			"400": openapi.ErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
 				oaErr(apierrors.CodeInvalidRequest, `filter on "created_at": operator "like" is not allowed; the field allows eq, ne, in, gt, gte, lt, lte, isnull`)),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.ReadScope(), oaRead),
 			"404": oaNotFound(false, n),
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		},
 		Security: oaSecurity(r.ReadScope()),
 	}
 }
 
-func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *oaOperation {
+func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *openapi.Operation {
 	desc := []string{
 		"Returns " + n.one + " by id.",
 		oaScopeSentence(r.ScopeType, oaRead),
@@ -679,37 +458,37 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *oaOperation {
 	if r.ReadOnly {
 		desc = append(desc, oaReadOnly(n))
 	}
-	return &oaOperation{
+	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "Get " + n.one, OperationID: "get" + n.singleOp,
 		Description: strings.Join(desc, "\n\n"),
-		Responses: map[string]*oaResponse{
+		Responses: map[string]*openapi.Response{
 			"200": oaSuccess("The "+oaWords(oaSingular(r.Name))+".", n.schema+"ItemEnvelope", nil),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.ReadScope(), oaRead),
 			"404": oaNotFound(true, n),
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		},
 		Security: oaSecurity(r.ReadScope()),
 	}
 }
 
-func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *oaOperation {
-	return &oaOperation{
+func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operation {
+	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "Create " + n.one, OperationID: "create" + n.singleOp,
 		Description: strings.Join([]string{
 			"Creates " + n.one + " from the fields of `" + n.schema + "Create`. The server sets `id`, `organization_id`" + oaBranchSet(r.ScopeType) + ", `created_at` and `updated_at`, and answers with the new record and its `Location`.",
 			oaScopeSentence(r.ScopeType, oaCreate),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
-		RequestBody: &oaRequestBody{
+		RequestBody: &openapi.RequestBody{
 			Description: "The new record: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
 			Required:    true,
-			Content:     oaJSON(oaSchemaRef(n.schema + "Create")),
+			Content:     openapi.JSON(openapi.SchemaRef(n.schema + "Create")),
 		},
-		Responses: map[string]*oaResponse{
-			"201": oaSuccess("The new record.", n.schema+"ItemEnvelope", map[string]*oaHeader{"Location": oaHeaderRef("Location")}),
-			"400": oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
+		Responses: map[string]*openapi.Response{
+			"201": oaSuccess("The new record.", n.schema+"ItemEnvelope", map[string]*openapi.Header{"Location": openapi.HeaderRef("Location")}),
+			"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
 				"`invalid_create`: a field that is unknown or may not be sent on create (`id`, `organization_id`, `branch_id` and the server-set fields never may), a value of the wrong type, out of range, too long or not one of the enum's values, a missing required field, or a rule of the resource (a status flow) that the record breaks.\n\n"+
 				"`create_failed`: the database refused the record: a reference to no record of this tenant, or a duplicate of a unique value.",
 				oaErr(apierrors.CodeInvalidRequest, "Content-Type must be application/json"),
@@ -718,9 +497,9 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *oaOperation {
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.WriteScope(), oaCreate),
 			"404": oaNotFound(false, n),
-			"413": b.shared("PayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(MaxBodyBytes) }),
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"413": b.shared("PayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBodyBytes) }),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}
@@ -733,57 +512,57 @@ func oaBranchSet(t tenancy.ScopeType) string {
 	return ", `branch_id` (the branch of `{scopeId}`)"
 }
 
-func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *oaOperation {
-	return &oaOperation{
+func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *openapi.Operation {
+	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "Update " + n.one, OperationID: "update" + n.singleOp,
 		Description: strings.Join([]string{
 			"Changes the fields of " + n.one + " that the body names (fields of `" + n.schema + "Update`), sets `updated_at`, and answers with the record as it is now. An empty object changes nothing.",
 			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
-		RequestBody: &oaRequestBody{
+		RequestBody: &openapi.RequestBody{
 			Description: "The changes: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
 			Required:    true,
-			Content:     oaJSON(oaSchemaRef(n.schema + "Update")),
+			Content:     openapi.JSON(openapi.SchemaRef(n.schema + "Update")),
 		},
-		Responses: map[string]*oaResponse{
+		Responses: map[string]*openapi.Response{
 			"200": oaSuccess("The record after the change.", n.schema+"ItemEnvelope", nil),
-			"400": oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
+			"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
 				"`invalid_update`: a field that is unknown or may not be changed, a value of the wrong type, out of range, too long or not one of the enum's values, null for a field that may not be null, a move the resource's rules forbid (a status flow), or a change the database refused (a reference to no record of this tenant, a duplicate of a unique value).",
 				oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object"),
 				oaErr(apierrors.CodeInvalidUpdate, oaInvalidWrite(r, false))),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.WriteScope(), oaChange),
 			"404": oaNotFound(true, n),
-			"413": b.shared("PayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(MaxBodyBytes) }),
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"413": b.shared("PayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBodyBytes) }),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}
 }
 
-func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *oaOperation {
-	return &oaOperation{
+func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *openapi.Operation {
+	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "Delete " + n.one, OperationID: "delete" + n.singleOp,
 		Description: strings.Join([]string{
 			"Deletes " + n.one + " and answers with the record as it was. A record that other records still refer to is not deleted (409 `conflict`).",
 			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
-		Responses: map[string]*oaResponse{
+		Responses: map[string]*openapi.Response{
 			"200": oaSuccess("The deleted record.", n.schema+"ItemEnvelope", nil),
-			"400": oaErrorResponse("`invalid_request`: a rule of the resource refused the delete, or the database refused it for a reason other than a reference.",
+			"400": openapi.ErrorResponse("`invalid_request`: a rule of the resource refused the delete, or the database refused it for a reason other than a reference.",
 				oaErr(apierrors.CodeInvalidRequest, "the database refused the values: a constraint is not met")),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.WriteScope(), oaChange),
 			"404": oaNotFound(true, n),
-			"409": b.shared("Conflict", func() *oaResponse {
-				return oaErrorResponse("`conflict`: other records still refer to this one; delete or change those first.",
+			"409": b.shared("Conflict", func() *openapi.Response {
+				return openapi.ErrorResponse("`conflict`: other records still refer to this one; delete or change those first.",
 					oaErr(apierrors.CodeConflict, "the record is still referenced by other records; delete or change those first"))
 			}),
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}
@@ -805,48 +584,35 @@ func oaInvalidWrite(r *Resource, create bool) string {
 
 // Responses.
 
-type oaErrExample struct{ code, description string }
-
-func oaErr(code, description string) oaErrExample { return oaErrExample{code, description} }
-
-func oaErrorResponse(description string, examples ...oaErrExample) *oaResponse {
-	mt := &oaMediaType{Schema: oaSchemaRef("Error")}
-	if len(examples) > 0 {
-		mt.Examples = map[string]*oaExample{}
-		for _, e := range examples {
-			mt.Examples[e.code] = &oaExample{
-				Summary: e.code,
-				Value:   map[string]string{"error": e.code, "error_description": e.description},
-			}
-		}
-	}
-	return &oaResponse{Description: description, Content: map[string]*oaMediaType{"application/json": mt}}
+func oaErr(code, description string) openapi.ErrorExample {
+	return openapi.ErrorExample{Code: code, Description: description}
 }
 
-func oaWithHeaders(r *oaResponse, headers ...string) *oaResponse {
-	if r.Headers == nil {
-		r.Headers = map[string]*oaHeader{}
+// oaHeaders are the header components of the document: those every
+// Waybill endpoint shares, and Location.
+func oaHeaders() map[string]*openapi.Header {
+	h := openapi.Headers()
+	h["Location"] = &openapi.Header{
+		Description: "The path of the new record: the request's path, then `/` and the new id.",
+		Schema:      &openapi.Schema{Type: "string", Format: "uri-reference"}, Required: true,
 	}
-	for _, n := range headers {
-		r.Headers[n] = oaHeaderRef(n)
-	}
-	return r
+	return h
 }
 
-func oaSuccess(description, envelope string, headers map[string]*oaHeader) *oaResponse {
-	r := &oaResponse{Description: description, Headers: headers, Content: oaJSON(oaSchemaRef(envelope))}
-	return oaWithHeaders(r, "RateLimit-Policy", "RateLimit")
+func oaSuccess(description, envelope string, headers map[string]*openapi.Header) *openapi.Response {
+	r := &openapi.Response{Description: description, Headers: headers, Content: openapi.JSON(openapi.SchemaRef(envelope))}
+	return openapi.WithHeaders(r, "RateLimit-Policy", "RateLimit")
 }
 
-func oaUnauthorized() *oaResponse {
-	return oaWithHeaders(oaErrorResponse("`unauthorized`: no `Authorization: Bearer` token.\n\n"+
+func oaUnauthorized() *openapi.Response {
+	return openapi.WithHeaders(openapi.ErrorResponse("`unauthorized`: no `Authorization: Bearer` token.\n\n"+
 		"`invalid_token`: a token that is malformed, badly signed, expired, revoked, for another audience or issuer, or not HS256 with a current key.\n\n"+
 		"Both carry a `WWW-Authenticate: Bearer` challenge (RFC 6750).",
 		oaErr(apierrors.CodeUnauthorized, "an Authorization: Bearer token is required"),
 		oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate")
 }
 
-func oaForbidden(r *Resource, scope string, a oaAccess) *oaResponse {
+func oaForbidden(r *Resource, scope string, a oaAccess) *openapi.Response {
 	d := "`invalid_token_type`: a product user token (one without `oauth_client_id`); the API takes OAuth access tokens.\n\n" +
 		"`insufficient_scope`: the token lacks `" + scope + "`"
 	if r.ScopeType != tenancy.Organization {
@@ -859,14 +625,14 @@ func oaForbidden(r *Resource, scope string, a oaAccess) *oaResponse {
 		d += ", or the record is organization-wide (`branch_id` null) and the token does not cover every branch of the organization"
 	}
 	d += ". Its `WWW-Authenticate` challenge names the missing scope."
-	resp := oaErrorResponse(d,
+	resp := openapi.ErrorResponse(d,
 		oaErr(apierrors.CodeInvalidTokenType, "the API takes OAuth access tokens, not product user tokens"),
 		oaErr(apierrors.CodeInsufficientScope, "the token lacks the scope "+scope))
-	resp.Headers = map[string]*oaHeader{"WWW-Authenticate": oaHeaderRef("ScopeChallenge")}
+	resp.Headers = map[string]*openapi.Header{"WWW-Authenticate": openapi.HeaderRef("ScopeChallenge")}
 	return resp
 }
 
-func oaNotFound(item bool, n oaNames) *oaResponse {
+func oaNotFound(item bool, n oaNames) *openapi.Response {
 	d := "`not_found`: `{scopeId}` is not a UUID, or names no organization or branch of the token's organization"
 	if item {
 		d += "; or `id` is not a UUID, or names no record that `{scopeId}` sees"
@@ -876,60 +642,12 @@ func oaNotFound(item bool, n oaNames) *oaResponse {
 	if item {
 		desc = "no " + n.single + " with this id"
 	}
-	return oaErrorResponse(d, oaErr(apierrors.CodeNotFound, desc))
-}
-
-func oaPayloadTooLarge(limit int) *oaResponse {
-	return oaErrorResponse("`payload_too_large`: the request body is larger than "+strconv.Itoa(limit)+" bytes.",
-		oaErr(apierrors.CodePayloadTooLarge, "request body is larger than "+strconv.Itoa(limit)+" bytes"))
-}
-
-func oaRateLimited() *oaResponse {
-	return oaWithHeaders(oaErrorResponse("`rate_limited`: the rate limit of the route is spent. `Retry-After` says, in whole seconds, when the next request may pass.",
-		oaErr(apierrors.CodeRateLimited, "rate limit exceeded; retry in 2 s")), "Retry-After", "RateLimit-Policy", "RateLimit")
-}
-
-func oaServerError() *oaResponse {
-	return oaErrorResponse("`server_error`: the server failed; the description says nothing more, and the failure is logged.",
-		oaErr(apierrors.CodeServerError, "internal server error"))
-}
-
-func oaHeaders() map[string]*oaHeader {
-	return map[string]*oaHeader{
-		"WWW-Authenticate": {
-			Description: "The RFC 6750 challenge: `Bearer realm=\"waybill\"` for a missing token; with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise.",
-			Schema:      &oaSchema{Type: "string"}, Required: true,
-		},
-		"ScopeChallenge": {
-			Description: "With `insufficient_scope` only: the RFC 6750 challenge `Bearer realm=\"waybill\", error=\"insufficient_scope\", error_description=\"...\"`, with the `scope` needed when a scope is missing.",
-			Schema:      &oaSchema{Type: "string"},
-		},
-		"Retry-After": {
-			Description: "Seconds until the next request may pass, rounded up; at least 1.",
-			Schema:      &oaSchema{Type: "integer", Minimum: oaPtr(1.0)}, Required: true,
-		},
-		"RateLimit-Policy": {
-			Description: "The limit of the route (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";q=<quota>;w=<window seconds>`. Set on every response of a rate-limited route.",
-			Schema:      &oaSchema{Type: "string", Examples: []any{`"rest";q=1000;w=60`}},
-		},
-		"RateLimit": {
-			Description: "The state of the caller's limit (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";r=<remaining>;t=<seconds until the quota is back>`. Set on every response of a rate-limited route.",
-			Schema:      &oaSchema{Type: "string", Examples: []any{`"rest";r=998;t=1`}},
-		},
-		"Location": {
-			Description: "The path of the new record: the request's path, then `/` and the new id.",
-			Schema:      &oaSchema{Type: "string", Format: "uri-reference"}, Required: true,
-		},
-		"Cache-Control": {
-			Description: "`no-store`: responses with credentials must not be cached.",
-			Schema:      &oaSchema{Type: "string", Const: "no-store"}, Required: true,
-		},
-	}
+	return openapi.ErrorResponse(d, oaErr(apierrors.CodeNotFound, desc))
 }
 
 // List parameters.
 
-func oaListParameters(r *Resource) []*oaParameter {
+func oaListParameters(r *Resource) []*openapi.Parameter {
 	s := r.Schema()
 	maxLimit := s.MaxLimit
 	if maxLimit <= 0 {
@@ -940,27 +658,27 @@ func oaListParameters(r *Resource) []*oaParameter {
 		defaultLimit = min(query.DefaultLimit, maxLimit)
 	}
 	explode := true
-	return []*oaParameter{
+	return []*openapi.Parameter{
 		{
 			Name: "limit", In: "query",
 			Description: "The page size: an integer from 1 to " + strconv.Itoa(maxLimit) + ". Anything else gives 400 `invalid_request`.",
-			Schema:      &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Maximum: oaPtr(float64(maxLimit)), Default: defaultLimit},
+			Schema:      &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(maxLimit)), Default: defaultLimit},
 		},
 		{
 			Name: "offset", In: "query",
 			Description: "The number of records to skip: an integer of at least 0.",
-			Schema:      &oaSchema{Type: "integer", Format: "int64", Minimum: oaPtr(0.0), Default: 0},
+			Schema:      &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Default: 0},
 		},
 		{
 			Name: "sort", In: "query", Style: "form", Explode: &explode,
 			Description: oaSortDescription(s),
-			Schema:      &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}},
+			Schema:      &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string"}},
 			Example:     oaSortExample(s),
 		},
 		{
 			Name: "filter", In: "query", Style: "form", Explode: &explode,
 			Description: oaFilterDescription(s),
-			Schema:      &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}, MaxItems: oaPtr(query.MaxFilters)},
+			Schema:      &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string"}, MaxItems: openapi.Ptr(query.MaxFilters)},
 			Example:     oaFilterExample(s),
 		},
 	}
@@ -1059,8 +777,8 @@ func oaFilterExample(s *query.Schema) any {
 // Schemas of a resource.
 
 // oaFieldSchema returns the schema of a field's value; nullable adds null.
-func oaFieldSchema(f *Field, nullable bool) *oaSchema {
-	s := &oaSchema{}
+func oaFieldSchema(f *Field, nullable bool) *openapi.Schema {
+	s := &openapi.Schema{}
 	var typ string
 	switch f.Type {
 	case query.UUID:
@@ -1072,7 +790,7 @@ func oaFieldSchema(f *Field, nullable bool) *oaSchema {
 			if max == 0 {
 				max = defaultMaxLength
 			}
-			s.MaxLength = oaPtr(max)
+			s.MaxLength = openapi.Ptr(max)
 		}
 	case query.Enum:
 		typ = "string"
@@ -1094,10 +812,10 @@ func oaFieldSchema(f *Field, nullable bool) *oaSchema {
 		typ = "boolean"
 	}
 	if f.Min != nil {
-		s.Minimum = oaPtr(*f.Min)
+		s.Minimum = openapi.Ptr(*f.Min)
 	}
 	if f.Max != nil {
-		s.Maximum = oaPtr(*f.Max)
+		s.Maximum = openapi.Ptr(*f.Max)
 	}
 	if nullable {
 		s.Type = []string{typ, "null"}
@@ -1143,34 +861,34 @@ func oaFieldDescription(g *Registry, f *Field) string {
 
 // oaRecordSchema is the schema of a record as responses carry it: every
 // column the handlers select (see selected), all always present.
-func oaRecordSchema(g *Registry, r *Resource) *oaSchema {
-	s := &oaSchema{Type: "object", Description: r.Description}
+func oaRecordSchema(g *Registry, r *Resource) *openapi.Schema {
+	s := &openapi.Schema{Type: "object", Description: r.Description}
 	for _, c := range selected(r) {
-		var ps *oaSchema
+		var ps *openapi.Schema
 		switch f := r.Field(c.name); {
 		case f != nil:
 			ps = oaFieldSchema(f, f.Nullable)
 			ps.Description = oaFieldDescription(g, f)
 			ps.ReadOnly = !f.Create && !f.Update
 		case c.name == OrganizationColumn:
-			ps = &oaSchema{Type: "string", Format: "uuid", ReadOnly: true,
+			ps = &openapi.Schema{Type: "string", Format: "uuid", ReadOnly: true,
 				Description: "The organization that owns the record; set by the server, never sent by clients."}
 		case c.name == BranchColumn && r.ScopeType == tenancy.BranchOrNull:
-			ps = &oaSchema{Type: []string{"string", "null"}, Format: "uuid", ReadOnly: true,
+			ps = &openapi.Schema{Type: []string{"string", "null"}, Format: "uuid", ReadOnly: true,
 				Description: "The branch the record belongs to, or null for an organization-wide record that every branch sees; set by the server from `{scopeId}`, never sent by clients."}
 		default:
-			ps = &oaSchema{Type: "string", Format: "uuid", ReadOnly: true,
+			ps = &openapi.Schema{Type: "string", Format: "uuid", ReadOnly: true,
 				Description: "The branch the record belongs to; set by the server from `{scopeId}`, never sent by clients."}
 		}
-		s.Properties = append(s.Properties, oaProp(c.name, ps))
+		s.Properties = append(s.Properties, openapi.Prop(c.name, ps))
 		s.Required = append(s.Required, c.name)
 	}
 	return s
 }
 
 // oaWriteSchema is the body of a POST (create) or PATCH.
-func oaWriteSchema(g *Registry, r *Resource, n oaNames, create bool) *oaSchema {
-	s := &oaSchema{Type: "object", AdditionalProperties: oaPtr(false)}
+func oaWriteSchema(g *Registry, r *Resource, n oaNames, create bool) *openapi.Schema {
+	s := &openapi.Schema{Type: "object", AdditionalProperties: openapi.Ptr(false)}
 	if create {
 		s.Description = "The body of a create of " + n.one + ". Fields left out get their defaults; unknown fields, and fields that may not be sent on create, are refused (400 `invalid_create`)."
 	} else {
@@ -1183,7 +901,7 @@ func oaWriteSchema(g *Registry, r *Resource, n oaNames, create bool) *oaSchema {
 		}
 		ps := oaFieldSchema(f, f.Nullable && !f.Required)
 		ps.Description = oaFieldDescription(g, f)
-		s.Properties = append(s.Properties, oaProp(f.Name, ps))
+		s.Properties = append(s.Properties, openapi.Prop(f.Name, ps))
 		if create && f.Required {
 			s.Required = append(s.Required, f.Name)
 		}
@@ -1191,36 +909,28 @@ func oaWriteSchema(g *Registry, r *Resource, n oaNames, create bool) *oaSchema {
 	return s
 }
 
-func oaVersion() *oaSchema {
-	return &oaSchema{Type: "string", Const: Version, Description: "The API version."}
+func oaVersion() *openapi.Schema {
+	return &openapi.Schema{Type: "string", Const: Version, Description: "The API version."}
 }
 
-func oaListEnvelope(r *Resource, n oaNames) *oaSchema {
-	return oaObject([]string{"data", "pagination", "version"},
-		oaProp("data", &oaSchema{Type: "array", Items: oaSchemaRef(n.schema), Description: "The page of " + n.plural + "."}),
-		oaProp("pagination", oaSchemaRef("Pagination")),
-		oaProp("version", oaVersion()))
+func oaListEnvelope(r *Resource, n oaNames) *openapi.Schema {
+	return openapi.Object([]string{"data", "pagination", "version"},
+		openapi.Prop("data", &openapi.Schema{Type: "array", Items: openapi.SchemaRef(n.schema), Description: "The page of " + n.plural + "."}),
+		openapi.Prop("pagination", openapi.SchemaRef("Pagination")),
+		openapi.Prop("version", oaVersion()))
 }
 
-func oaItemEnvelope(n oaNames) *oaSchema {
-	return oaObject([]string{"data", "version"},
-		oaProp("data", oaSchemaRef(n.schema)),
-		oaProp("version", oaVersion()))
+func oaItemEnvelope(n oaNames) *openapi.Schema {
+	return openapi.Object([]string{"data", "version"},
+		openapi.Prop("data", openapi.SchemaRef(n.schema)),
+		openapi.Prop("version", oaVersion()))
 }
 
-func oaPagination() *oaSchema {
-	return oaObject([]string{"limit", "offset", "total"},
-		oaProp("limit", &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Description: "The page size used."}),
-		oaProp("offset", &oaSchema{Type: "integer", Format: "int64", Minimum: oaPtr(0.0), Description: "The number of records skipped."}),
-		oaProp("total", &oaSchema{Type: "integer", Format: "int64", Minimum: oaPtr(0.0), Description: "The number of records every filter matches, on every page."}))
-}
-
-func oaErrorSchema() *oaSchema {
-	s := oaObject([]string{"error", "error_description"},
-		oaProp("error", oaString("The error code: one of the codes in the description of the API (RFC 6749 section 5.2 codes on the OAuth endpoints).")),
-		oaProp("error_description", oaString("What went wrong, for people: safe to show, never a secret.")))
-	s.Description = "Every error response of the API and of the OAuth endpoints."
-	return s
+func oaPagination() *openapi.Schema {
+	return openapi.Object([]string{"limit", "offset", "total"},
+		openapi.Prop("limit", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
+		openapi.Prop("offset", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of records skipped."}),
+		openapi.Prop("total", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of records every filter matches, on every page."}))
 }
 
 // The security schemes.
@@ -1237,18 +947,18 @@ func (b *openAPIBuilder) scopes() map[string]string {
 	return scopes
 }
 
-func (b *openAPIBuilder) securitySchemes() map[string]*oaSecurityScheme {
+func (b *openAPIBuilder) securitySchemes() map[string]*openapi.SecurityScheme {
 	scopes := b.scopes()
-	return map[string]*oaSecurityScheme{
+	return map[string]*openapi.SecurityScheme{
 		schemeOAuth2: {
 			Type: "oauth2",
 			Description: "OAuth 2.1 access tokens (HS256 JWTs, valid " + strconv.Itoa(accessTokenSeconds) + " s), sent as `Authorization: Bearer <token>`. " +
 				"The authorization-code flow requires PKCE with S256 (`plain` is refused) and an exact redirect URI; its token sees every branch of the organization the user chose at consent. " +
 				"A client-credentials token sees the branches its app lists (`oauth_branch_ids`). " +
 				"`svc:<resource>:read` allows GET, `svc:<resource>:write` allows POST, PATCH and DELETE; write does not imply read.",
-			Flows: &oaFlows{
-				AuthorizationCode: &oaFlow{AuthorizationURL: b.info.AuthorizationURL, TokenURL: b.info.TokenURL, RefreshURL: b.info.TokenURL, Scopes: scopes},
-				ClientCredentials: &oaFlow{TokenURL: b.info.TokenURL, Scopes: scopes},
+			Flows: &openapi.OAuthFlows{
+				AuthorizationCode: &openapi.OAuthFlow{AuthorizationURL: b.info.AuthorizationURL, TokenURL: b.info.TokenURL, RefreshURL: b.info.TokenURL, Scopes: scopes},
+				ClientCredentials: &openapi.OAuthFlow{TokenURL: b.info.TokenURL, Scopes: scopes},
 			},
 		},
 		schemeUserToken: {
@@ -1326,115 +1036,115 @@ func (b *openAPIBuilder) description() string {
 
 // The OAuth endpoints (package oauth).
 
-func oaClientFields() []oaProperty {
-	return []oaProperty{
-		oaProp("client_id", oaString("The client id, when the client authenticates in the body rather than by HTTP Basic.")),
-		oaProp("client_secret", &oaSchema{Type: "string", WriteOnly: true, Description: "The client secret, with `client_id`, when the client authenticates in the body."}),
+func oaClientFields() []openapi.Property {
+	return []openapi.Property{
+		openapi.Prop("client_id", openapi.String("The client id, when the client authenticates in the body rather than by HTTP Basic.")),
+		openapi.Prop("client_secret", &openapi.Schema{Type: "string", WriteOnly: true, Description: "The client secret, with `client_id`, when the client authenticates in the body."}),
 	}
 }
 
-func oaGrantType(value, description string) oaProperty {
-	return oaProp("grant_type", &oaSchema{Type: "string", Const: value, Description: description})
+func oaGrantType(value, description string) openapi.Property {
+	return openapi.Prop("grant_type", &openapi.Schema{Type: "string", Const: value, Description: description})
 }
 
-func oaOAuthSchemas() map[string]*oaSchema {
-	authCode := oaObject([]string{"grant_type", "code", "redirect_uri", "code_verifier"},
-		append([]oaProperty{
+func oaOAuthSchemas() map[string]*openapi.Schema {
+	authCode := openapi.Object([]string{"grant_type", "code", "redirect_uri", "code_verifier"},
+		append([]openapi.Property{
 			oaGrantType("authorization_code", "Exchange an authorization code."),
-			oaProp("code", oaString("The authorization code from the redirect; single use, valid 60 s.")),
-			oaProp("redirect_uri", &oaSchema{Type: "string", Format: "uri", Description: "The redirect URI of the authorization request, exactly."}),
-			oaProp("code_verifier", &oaSchema{Type: "string", MinLength: oaPtr(43), MaxLength: oaPtr(128), Pattern: `^[A-Za-z0-9._~-]{43,128}$`,
+			openapi.Prop("code", openapi.String("The authorization code from the redirect; single use, valid 60 s.")),
+			openapi.Prop("redirect_uri", &openapi.Schema{Type: "string", Format: "uri", Description: "The redirect URI of the authorization request, exactly."}),
+			openapi.Prop("code_verifier", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(43), MaxLength: openapi.Ptr(128), Pattern: `^[A-Za-z0-9._~-]{43,128}$`,
 				Description: "The PKCE verifier whose S256 challenge the authorization request sent."}),
 		}, oaClientFields()...)...)
 	authCode.Description = "The authorization-code grant. The client authenticates (HTTP Basic or `client_id` and `client_secret` in the body) before the code is looked at. A second use of a code fails and revokes every token issued from it."
 
-	refresh := oaObject([]string{"grant_type", "refresh_token"},
-		append([]oaProperty{
+	refresh := openapi.Object([]string{"grant_type", "refresh_token"},
+		append([]openapi.Property{
 			oaGrantType("refresh_token", "Rotate a refresh token."),
-			oaProp("refresh_token", oaString("The refresh token; single use. The response carries its successor. Reusing a spent one fails with `invalid_grant` and revokes its whole family.")),
+			openapi.Prop("refresh_token", openapi.String("The refresh token; single use. The response carries its successor. Reusing a spent one fails with `invalid_grant` and revokes its whole family.")),
 		}, oaClientFields()...)...)
 	refresh.Description = "The refresh-token grant. Client authentication is optional (the token is bound to its client); when the client authenticates, it must be the token's client."
 
-	cc := oaObject([]string{"grant_type"},
-		append([]oaProperty{
+	cc := openapi.Object([]string{"grant_type"},
+		append([]openapi.Property{
 			oaGrantType("client_credentials", "Issue a token to the app itself."),
-			oaProp("scope", oaString("Space-separated scopes: a subset of the app's scopes (default: all of them). A JSON body may send an array of strings instead.")),
+			openapi.Prop("scope", openapi.String("Space-separated scopes: a subset of the app's scopes (default: all of them). A JSON body may send an array of strings instead.")),
 		}, oaClientFields()...)...)
 	cc.Description = "The client-credentials grant: the client authenticates, by HTTP Basic or `client_id` and `client_secret` in the body."
 
-	tokenRequest := &oaSchema{
+	tokenRequest := &openapi.Schema{
 		Description: "A token request: one of the three grants, by `grant_type`. Sent as `application/x-www-form-urlencoded` (RFC 6749) or as a JSON object of strings; each parameter at most once.",
-		OneOf:       []*oaSchema{oaSchemaRef("AuthorizationCodeTokenRequest"), oaSchemaRef("RefreshTokenRequest"), oaSchemaRef("ClientCredentialsTokenRequest")},
-		Discriminator: &oaDiscriminator{PropertyName: "grant_type", Mapping: map[string]string{
-			"authorization_code": oaRef("schemas", "AuthorizationCodeTokenRequest"),
-			"refresh_token":      oaRef("schemas", "RefreshTokenRequest"),
-			"client_credentials": oaRef("schemas", "ClientCredentialsTokenRequest"),
+		OneOf:       []*openapi.Schema{openapi.SchemaRef("AuthorizationCodeTokenRequest"), openapi.SchemaRef("RefreshTokenRequest"), openapi.SchemaRef("ClientCredentialsTokenRequest")},
+		Discriminator: &openapi.Discriminator{PropertyName: "grant_type", Mapping: map[string]string{
+			"authorization_code": openapi.Ref("schemas", "AuthorizationCodeTokenRequest"),
+			"refresh_token":      openapi.Ref("schemas", "RefreshTokenRequest"),
+			"client_credentials": openapi.Ref("schemas", "ClientCredentialsTokenRequest"),
 		}},
 	}
 
-	tokenResponse := oaObject([]string{"access_token", "token_type", "expires_in", "scope"},
-		oaProp("access_token", oaString("The access token: an HS256 JWT for `Authorization: Bearer`.")),
-		oaProp("token_type", &oaSchema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		oaProp("expires_in", &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Description: "Seconds until the access token expires.", Examples: []any{accessTokenSeconds}}),
-		oaProp("refresh_token", oaString("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid 30 days.")),
-		oaProp("scope", oaString("The granted scopes, space-separated.")),
-		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The app's organization (client-credentials grant only)."}),
-		oaProp("branch_ids", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uuid"}, Description: "The branches the token may use (client-credentials grant only)."}))
+	tokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in", "scope"},
+		openapi.Prop("access_token", openapi.String("The access token: an HS256 JWT for `Authorization: Bearer`.")),
+		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
+		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{accessTokenSeconds}}),
+		openapi.Prop("refresh_token", openapi.String("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid 30 days.")),
+		openapi.Prop("scope", openapi.String("The granted scopes, space-separated.")),
+		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (client-credentials grant only)."}),
+		openapi.Prop("branch_ids", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uuid"}, Description: "The branches the token may use (client-credentials grant only)."}))
 	tokenResponse.Description = "A token response (RFC 6749 section 5.1)."
 
-	userTokenRequest := oaObject([]string{"email", "password"},
-		oaProp("email", &oaSchema{Type: "string", Format: "email", Description: "The user's email."}),
-		oaProp("password", &oaSchema{Type: "string", WriteOnly: true, Description: "The user's password."}))
+	userTokenRequest := openapi.Object([]string{"email", "password"},
+		openapi.Prop("email", &openapi.Schema{Type: "string", Format: "email", Description: "The user's email."}),
+		openapi.Prop("password", &openapi.Schema{Type: "string", WriteOnly: true, Description: "The user's password."}))
 	userTokenRequest.Description = "A product user sign-in."
 
-	userTokenResponse := oaObject([]string{"access_token", "token_type", "expires_in"},
-		oaProp("access_token", oaString("The product user token: an HS256 JWT without `oauth_client_id`.")),
-		oaProp("token_type", &oaSchema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		oaProp("expires_in", &oaSchema{Type: "integer", Minimum: oaPtr(1.0), Description: "Seconds until the token expires."}))
+	userTokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in"},
+		openapi.Prop("access_token", openapi.String("The product user token: an HS256 JWT without `oauth_client_id`.")),
+		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
+		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the token expires."}))
 	userTokenResponse.Description = "A product user token."
 
-	uuids := func(description string) *oaSchema {
-		return &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uuid"}, Description: description}
+	uuids := func(description string) *openapi.Schema {
+		return &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uuid"}, Description: description}
 	}
-	appRegistration := oaObject([]string{"organization_id", "name", "scopes"},
-		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The organization the app belongs to; the user must administer it."}),
-		oaProp("name", &oaSchema{Type: "string", MinLength: oaPtr(1), MaxLength: oaPtr(200), Description: "The app's name, shown at consent; at most 200 bytes."}),
-		oaProp("scopes", &oaSchema{Type: "array", MinItems: oaPtr(1), Items: &oaSchema{Type: "string"}, Description: "The scopes the app may ask for, e.g. `svc:quotations:read`."}),
-		oaProp("branch_ids", uuids("The branches a client-credentials token of the app may use; each a branch of the organization.")),
-		oaProp("redirect_uris", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow, matched exactly: `https://...`, `http://` on a loopback host (127.0.0.1, [::1], localhost; RFC 8252), or a private-use scheme in reverse-domain form with one slash (`com.example.app:/callback`); never a fragment, user information or a wildcard."}))
-	appRegistration.AdditionalProperties = oaPtr(false)
+	appRegistration := openapi.Object([]string{"organization_id", "name", "scopes"},
+		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization the app belongs to; the user must administer it."}),
+		openapi.Prop("name", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(1), MaxLength: openapi.Ptr(200), Description: "The app's name, shown at consent; at most 200 bytes."}),
+		openapi.Prop("scopes", &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), Items: &openapi.Schema{Type: "string"}, Description: "The scopes the app may ask for, e.g. `svc:quotations:read`."}),
+		openapi.Prop("branch_ids", uuids("The branches a client-credentials token of the app may use; each a branch of the organization.")),
+		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow, matched exactly: `https://...`, `http://` on a loopback host (127.0.0.1, [::1], localhost; RFC 8252), or a private-use scheme in reverse-domain form with one slash (`com.example.app:/callback`); never a fragment, user information or a wildcard."}))
+	appRegistration.AdditionalProperties = openapi.Ptr(false)
 	appRegistration.Description = "An app to register."
 
-	appResponse := oaObject([]string{"client_id", "client_secret"},
-		oaProp("client_id", oaString("The app's client id.")),
-		oaProp("client_secret", oaString("The client secret, shown this once: only its hash is kept.")),
-		oaProp("app_id", &oaSchema{Type: "string", Format: "uuid", Description: "The app's id (registration only)."}),
-		oaProp("name", oaString("The app's name (registration only).")),
-		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The app's organization (registration only)."}),
-		oaProp("scopes", &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}, Description: "The app's scopes (registration only)."}),
-		oaProp("branch_ids", uuids("The app's branches (registration only).")),
-		oaProp("redirect_uris", &oaSchema{Type: "array", Items: &oaSchema{Type: "string", Format: "uri"}, Description: "The app's redirect URIs (registration only)."}))
+	appResponse := openapi.Object([]string{"client_id", "client_secret"},
+		openapi.Prop("client_id", openapi.String("The app's client id.")),
+		openapi.Prop("client_secret", openapi.String("The client secret, shown this once: only its hash is kept.")),
+		openapi.Prop("app_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's id (registration only)."}),
+		openapi.Prop("name", openapi.String("The app's name (registration only).")),
+		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (registration only)."}),
+		openapi.Prop("scopes", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string"}, Description: "The app's scopes (registration only)."}),
+		openapi.Prop("branch_ids", uuids("The app's branches (registration only).")),
+		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The app's redirect URIs (registration only)."}))
 	appResponse.Description = "An app's credentials and registration."
 
-	rotation := oaObject(nil, oaProp("revoke_tokens", &oaSchema{Type: "boolean",
+	rotation := openapi.Object(nil, openapi.Prop("revoke_tokens", &openapi.Schema{Type: "boolean",
 		Description: "Also revoke every refresh token of the app and the access tokens issued from them (authorization-code tokens fail at once). Client-credentials access tokens cannot be revoked: they stay valid until they expire. Default false."}))
-	rotation.AdditionalProperties = oaPtr(false)
+	rotation.AdditionalProperties = openapi.Ptr(false)
 	rotation.Description = "Options of a secret rotation; the body may also be empty."
 
-	rotated := oaObject([]string{"client_id", "client_secret", "tokens_revoked", "revoked_families", "access_tokens_valid_until", "tokens"},
-		oaProp("client_id", oaString("The app's client id.")),
-		oaProp("client_secret", oaString("The new client secret, shown this once: only its hash is kept. The old one no longer authenticates.")),
-		oaProp("tokens_revoked", &oaSchema{Type: "boolean", Description: "Whether the app's refresh tokens and authorization-code access tokens were revoked (`revoke_tokens`)."}),
-		oaProp("revoked_families", &oaSchema{Type: "integer", Minimum: oaPtr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
-		oaProp("access_tokens_valid_until", &oaSchema{Type: "string", Format: "date-time", Description: "When the last access token issued before the rotation that still works expires: client-credentials tokens always, authorization-code tokens unless revoked."}),
-		oaProp("tokens", oaString("What became of the app's tokens, in words.")))
+	rotated := openapi.Object([]string{"client_id", "client_secret", "tokens_revoked", "revoked_families", "access_tokens_valid_until", "tokens"},
+		openapi.Prop("client_id", openapi.String("The app's client id.")),
+		openapi.Prop("client_secret", openapi.String("The new client secret, shown this once: only its hash is kept. The old one no longer authenticates.")),
+		openapi.Prop("tokens_revoked", &openapi.Schema{Type: "boolean", Description: "Whether the app's refresh tokens and authorization-code access tokens were revoked (`revoke_tokens`)."}),
+		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
+		openapi.Prop("access_tokens_valid_until", &openapi.Schema{Type: "string", Format: "date-time", Description: "When the last access token issued before the rotation that still works expires: client-credentials tokens always, authorization-code tokens unless revoked."}),
+		openapi.Prop("tokens", openapi.String("What became of the app's tokens, in words.")))
 	rotated.Description = "A secret rotation: the new secret and what became of the tokens issued before."
 
-	tokenParam := func(what string) *oaSchema {
-		s := oaObject([]string{"token"},
-			append([]oaProperty{
-				oaProp("token", oaString(what)),
-				oaProp("token_type_hint", &oaSchema{Type: "string", Enum: []any{"access_token", "refresh_token"}, Description: "Accepted and ignored: the server finds the kind itself."}),
+	tokenParam := func(what string) *openapi.Schema {
+		s := openapi.Object([]string{"token"},
+			append([]openapi.Property{
+				openapi.Prop("token", openapi.String(what)),
+				openapi.Prop("token_type_hint", &openapi.Schema{Type: "string", Enum: []any{"access_token", "refresh_token"}, Description: "Accepted and ignored: the server finds the kind itself."}),
 			}, oaClientFields()...)...)
 		return s
 	}
@@ -1443,44 +1153,44 @@ func oaOAuthSchemas() map[string]*oaSchema {
 	introspectionRequest := tokenParam("The access or refresh token to describe.")
 	introspectionRequest.Description = "An RFC 7662 introspection request; the client (a resource server's app) authenticates."
 
-	introspection := oaObject([]string{"active"},
-		oaProp("active", &oaSchema{Type: "boolean", Description: "Whether the token is valid now. The other fields are present only for an active token."}),
-		oaProp("scope", oaString("The token's scopes, space-separated.")),
-		oaProp("client_id", oaString("The client the token was issued to.")),
-		oaProp("sub", oaString("The user (authorization code) or the app (client credentials).")),
-		oaProp("token_type", &oaSchema{Type: "string", Enum: []any{"Bearer", "refresh_token"}, Description: "`Bearer` for an access token, `refresh_token` for a refresh token."}),
-		oaProp("exp", &oaSchema{Type: "integer", Format: "int64", Description: "Expiry, in seconds since 1970."}),
-		oaProp("iat", &oaSchema{Type: "integer", Format: "int64", Description: "Issue time, in seconds since 1970 (access tokens)."}),
-		oaProp("iss", oaString("The issuer (access tokens).")),
-		oaProp("aud", oaString("The audience (access tokens).")),
-		oaProp("jti", oaString("The token's id (access tokens).")),
-		oaProp("organization_id", &oaSchema{Type: "string", Format: "uuid", Description: "The organization the token acts in."}),
-		oaProp("branch_ids", uuids("The branches a client-credentials token may use.")))
+	introspection := openapi.Object([]string{"active"},
+		openapi.Prop("active", &openapi.Schema{Type: "boolean", Description: "Whether the token is valid now. The other fields are present only for an active token."}),
+		openapi.Prop("scope", openapi.String("The token's scopes, space-separated.")),
+		openapi.Prop("client_id", openapi.String("The client the token was issued to.")),
+		openapi.Prop("sub", openapi.String("The user (authorization code) or the app (client credentials).")),
+		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"Bearer", "refresh_token"}, Description: "`Bearer` for an access token, `refresh_token` for a refresh token."}),
+		openapi.Prop("exp", &openapi.Schema{Type: "integer", Format: "int64", Description: "Expiry, in seconds since 1970."}),
+		openapi.Prop("iat", &openapi.Schema{Type: "integer", Format: "int64", Description: "Issue time, in seconds since 1970 (access tokens)."}),
+		openapi.Prop("iss", openapi.String("The issuer (access tokens).")),
+		openapi.Prop("aud", openapi.String("The audience (access tokens).")),
+		openapi.Prop("jti", openapi.String("The token's id (access tokens).")),
+		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization the token acts in."}),
+		openapi.Prop("branch_ids", uuids("The branches a client-credentials token may use.")))
 	introspection.Description = "An RFC 7662 introspection response. A product user token is inactive here."
 
-	strs := func(description string) *oaSchema {
-		return &oaSchema{Type: "array", Items: &oaSchema{Type: "string"}, Description: description}
+	strs := func(description string) *openapi.Schema {
+		return &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string"}, Description: description}
 	}
-	uri := func(description string) *oaSchema {
-		return &oaSchema{Type: "string", Format: "uri", Description: description}
+	uri := func(description string) *openapi.Schema {
+		return &openapi.Schema{Type: "string", Format: "uri", Description: description}
 	}
-	metadata := oaObject([]string{"issuer", "authorization_endpoint", "token_endpoint", "response_types_supported"},
-		oaProp("issuer", uri("The issuer URL.")),
-		oaProp("authorization_endpoint", uri("The authorization endpoint.")),
-		oaProp("token_endpoint", uri("The token endpoint.")),
-		oaProp("revocation_endpoint", uri("The RFC 7009 revocation endpoint.")),
-		oaProp("introspection_endpoint", uri("The RFC 7662 introspection endpoint.")),
-		oaProp("response_types_supported", strs("`code`.")),
-		oaProp("response_modes_supported", strs("`query`.")),
-		oaProp("grant_types_supported", strs("`authorization_code`, `refresh_token`, `client_credentials`.")),
-		oaProp("code_challenge_methods_supported", strs("`S256`.")),
-		oaProp("authorization_response_iss_parameter_supported", &oaSchema{Type: "boolean", Description: "True: the authorization response carries `iss` (RFC 9207)."}),
-		oaProp("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		oaProp("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		oaProp("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")))
+	metadata := openapi.Object([]string{"issuer", "authorization_endpoint", "token_endpoint", "response_types_supported"},
+		openapi.Prop("issuer", uri("The issuer URL.")),
+		openapi.Prop("authorization_endpoint", uri("The authorization endpoint.")),
+		openapi.Prop("token_endpoint", uri("The token endpoint.")),
+		openapi.Prop("revocation_endpoint", uri("The RFC 7009 revocation endpoint.")),
+		openapi.Prop("introspection_endpoint", uri("The RFC 7662 introspection endpoint.")),
+		openapi.Prop("response_types_supported", strs("`code`.")),
+		openapi.Prop("response_modes_supported", strs("`query`.")),
+		openapi.Prop("grant_types_supported", strs("`authorization_code`, `refresh_token`, `client_credentials`.")),
+		openapi.Prop("code_challenge_methods_supported", strs("`S256`.")),
+		openapi.Prop("authorization_response_iss_parameter_supported", &openapi.Schema{Type: "boolean", Description: "True: the authorization response carries `iss` (RFC 9207)."}),
+		openapi.Prop("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
+		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
+		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")))
 	metadata.Description = "RFC 8414 authorization server metadata."
 
-	return map[string]*oaSchema{
+	return map[string]*openapi.Schema{
 		"AuthorizationCodeTokenRequest": authCode,
 		"RefreshTokenRequest":           refresh,
 		"ClientCredentialsTokenRequest": cc,
@@ -1499,32 +1209,20 @@ func oaOAuthSchemas() map[string]*oaSchema {
 	}
 }
 
-// oaFormOrJSON is a request body sent as a form or as a JSON object.
-func oaFormOrJSON(description, schema string) *oaRequestBody {
-	return &oaRequestBody{
-		Description: description,
-		Required:    true,
-		Content: map[string]*oaMediaType{
-			"application/x-www-form-urlencoded": {Schema: oaSchemaRef(schema)},
-			"application/json":                  {Schema: oaSchemaRef(schema)},
-		},
-	}
-}
-
 // oaClientAuth is the security of an endpoint where the client
 // authenticates by HTTP Basic or in the body (the empty requirement).
-func oaClientAuth() []map[string][]string {
-	return []map[string][]string{{schemeClientBasic: {}}, {}}
+func oaClientAuth() []openapi.SecurityRequirement {
+	return []openapi.SecurityRequirement{{schemeClientBasic: {}}, {}}
 }
 
-func oaInvalidClient() *oaResponse {
-	return oaWithHeaders(oaErrorResponse("`invalid_client`: client authentication failed (unknown client, wrong secret, malformed Basic credentials, or none where required). `WWW-Authenticate` names the scheme the client tried (Basic by default).",
+func oaInvalidClient() *openapi.Response {
+	return openapi.WithHeaders(openapi.ErrorResponse("`invalid_client`: client authentication failed (unknown client, wrong secret, malformed Basic credentials, or none where required). `WWW-Authenticate` names the scheme the client tried (Basic by default).",
 		oaErr(apierrors.CodeInvalidClient, "client authentication failed")), "WWW-Authenticate")
 }
 
-func oaTokenSuccess(description, schema string) *oaResponse {
-	r := &oaResponse{Description: description, Content: oaJSON(oaSchemaRef(schema))}
-	return oaWithHeaders(r, "Cache-Control")
+func oaTokenSuccess(description, schema string) *openapi.Response {
+	r := &openapi.Response{Description: description, Content: openapi.JSON(openapi.SchemaRef(schema))}
+	return openapi.WithHeaders(r, "Cache-Control")
 }
 
 func (b *openAPIBuilder) addOAuth() error {
@@ -1533,24 +1231,24 @@ func (b *openAPIBuilder) addOAuth() error {
 			return err
 		}
 	}
-	b.doc.Tags = append(b.doc.Tags, oaTag{Name: tagOAuth, Description: "The OAuth 2.1 token service that issues the API's access tokens: " +
+	b.doc.Tags = append(b.doc.Tags, openapi.Tag{Name: tagOAuth, Description: "The OAuth 2.1 token service that issues the API's access tokens: " +
 		"the authorization-code grant with PKCE (S256) and a server-rendered sign-in and consent page, rotating refresh tokens, client credentials, " +
 		"app registration and secret rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414 metadata. " +
 		"Token requests are `application/x-www-form-urlencoded` or `application/json`; clients authenticate by HTTP Basic or `client_id` and `client_secret` in the body. " +
 		"Errors follow RFC 6749 section 5.2 in the shape of `Error`."})
 
-	tooLarge := b.shared("OAuthPayloadTooLarge", func() *oaResponse { return oaPayloadTooLarge(oauthMaxRequestBytes) })
-	tokenErrors := func(codes string, grants ...string) map[string]*oaResponse {
-		return map[string]*oaResponse{
-			"400": oaErrorResponse(codes,
+	tooLarge := b.shared("OAuthPayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(oauthMaxRequestBytes) })
+	tokenErrors := func(codes string, grants ...string) map[string]*openapi.Response {
+		return map[string]*openapi.Response{
+			"400": openapi.ErrorResponse(codes,
 				oaErr(apierrors.CodeInvalidRequest, "grant_type is required"),
 				oaErr(apierrors.CodeInvalidGrant, "the refresh token was already used; its family is revoked"),
 				oaErr(apierrors.CodeUnsupportedGrantType, "this endpoint takes only grant_type=client_credentials"),
 				oaErr(apierrors.CodeInvalidScope, "the app may not request svc:invoices:write")),
 			"401": b.shared("InvalidClient", oaInvalidClient),
 			"413": tooLarge,
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		}
 	}
 
@@ -1559,11 +1257,11 @@ func (b *openAPIBuilder) addOAuth() error {
 		"`unsupported_grant_type`: a `grant_type` other than the three.\n\n" +
 		"`invalid_scope`: client credentials asking for a scope the app does not have.")
 	allGrants["200"] = oaTokenSuccess("The tokens. `Cache-Control: no-store`.", "TokenResponse")
-	if err := b.addPath(oauthPathToken, &oaPathItem{Post: &oaOperation{
+	if err := b.addPath(oauthPathToken, &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Request a token", OperationID: "requestToken",
 		Description: "The token endpoint (RFC 6749 section 3.2): the `authorization_code` (with PKCE), `refresh_token` and `client_credentials` grants. " +
 			"The client is authenticated before any code or refresh token is looked at, so a failed client authentication never spends a grant.",
-		RequestBody: oaFormOrJSON("The grant.", "TokenRequest"),
+		RequestBody: openapi.FormOrJSON("The grant.", "TokenRequest"),
 		Responses:   allGrants,
 		Security:    oaClientAuth(),
 	}}); err != nil {
@@ -1578,10 +1276,10 @@ func (b *openAPIBuilder) addOAuth() error {
 			"`unsupported_grant_type`: any `grant_type` but `client_credentials`.\n\n" +
 			"`invalid_scope`: a scope the app does not have.")
 		responses["200"] = oaTokenSuccess("The access token, with the app's organization and branches. `Cache-Control: no-store`.", "TokenResponse")
-		if err := b.addPath(p.path, &oaPathItem{Post: &oaOperation{
+		if err := b.addPath(p.path, &openapi.PathItem{Post: &openapi.Operation{
 			Tags: []string{tagOAuth}, Summary: p.summary, OperationID: p.id,
 			Description: "The `client_credentials` grant only, served by the same token service as `" + oauthPathToken + "`. Any other grant type gives 400 `unsupported_grant_type`.",
-			RequestBody: oaFormOrJSON("The client-credentials grant.", "ClientCredentialsTokenRequest"),
+			RequestBody: openapi.FormOrJSON("The client-credentials grant.", "ClientCredentialsTokenRequest"),
 			Responses:   responses,
 			Security:    oaClientAuth(),
 		}}); err != nil {
@@ -1589,62 +1287,62 @@ func (b *openAPIBuilder) addOAuth() error {
 		}
 	}
 
-	if err := b.addPath(oauthPathUserToken, &oaPathItem{Post: &oaOperation{
+	if err := b.addPath(oauthPathUserToken, &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Sign in a product user", OperationID: "signInUser",
 		Description: "Product user sign-in. It answers a product user token: an HS256 JWT signed like the access tokens but without `oauth_client_id`, " +
 			"which app registration and secret rotation take and the resource API refuses (403 `invalid_token_type`).",
-		Parameters: []*oaParameter{{
+		Parameters: []*openapi.Parameter{{
 			Name: "grant_type", In: "query", Required: true, Description: "Must be `password`.",
-			Schema: &oaSchema{Type: "string", Enum: []any{"password"}},
+			Schema: &openapi.Schema{Type: "string", Enum: []any{"password"}},
 		}},
-		RequestBody: oaFormOrJSON("The user's credentials.", "UserTokenRequest"),
-		Responses: map[string]*oaResponse{
+		RequestBody: openapi.FormOrJSON("The user's credentials.", "UserTokenRequest"),
+		Responses: map[string]*openapi.Response{
 			"200": oaTokenSuccess("The product user token. `Cache-Control: no-store`.", "UserTokenResponse"),
-			"400": oaErrorResponse("`unsupported_grant_type`: the query's `grant_type` is not `password`.\n\n`invalid_request`: no email or password, or a body that is neither a form nor a JSON object of strings.\n\n`invalid_grant`: the email and password do not match a user.",
+			"400": openapi.ErrorResponse("`unsupported_grant_type`: the query's `grant_type` is not `password`.\n\n`invalid_request`: no email or password, or a body that is neither a form nor a JSON object of strings.\n\n`invalid_grant`: the email and password do not match a user.",
 				oaErr(apierrors.CodeUnsupportedGrantType, "use grant_type=password"),
 				oaErr(apierrors.CodeInvalidRequest, "email and password are required"),
 				oaErr(apierrors.CodeInvalidGrant, "invalid email or password")),
 			"413": tooLarge,
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		},
-		Security: []map[string][]string{},
+		Security: []openapi.SecurityRequirement{},
 	}}); err != nil {
 		return err
 	}
 
-	userAuthErrors := func(notFound string, forbidden string) map[string]*oaResponse {
-		return map[string]*oaResponse{
-			"401": oaWithHeaders(oaErrorResponse("`unauthorized`: no `Authorization: Bearer` product user token. `invalid_token`: a token that is malformed, badly signed, expired or for another audience.",
+	userAuthErrors := func(notFound string, forbidden string) map[string]*openapi.Response {
+		return map[string]*openapi.Response{
+			"401": openapi.WithHeaders(openapi.ErrorResponse("`unauthorized`: no `Authorization: Bearer` product user token. `invalid_token`: a token that is malformed, badly signed, expired or for another audience.",
 				oaErr(apierrors.CodeUnauthorized, "a product user token is required"),
 				oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate"),
 			"403": {
 				Description: "`invalid_token_type`: an OAuth access token instead of a product user token.\n\n`insufficient_scope`: " + forbidden,
-				Headers:     map[string]*oaHeader{"WWW-Authenticate": oaHeaderRef("ScopeChallenge")},
-				Content: oaErrorResponse("",
+				Headers:     map[string]*openapi.Header{"WWW-Authenticate": openapi.HeaderRef("ScopeChallenge")},
+				Content: openapi.ErrorResponse("",
 					oaErr(apierrors.CodeInvalidTokenType, "app registration takes a product user token, not an OAuth access token"),
 					oaErr(apierrors.CodeInsufficientScope, "only an admin of the organization may manage its apps")).Content,
 			},
-			"404": oaErrorResponse("`not_found`: "+notFound, oaErr(apierrors.CodeNotFound, "no such organization")),
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"404": openapi.ErrorResponse("`not_found`: "+notFound, oaErr(apierrors.CodeNotFound, "no such organization")),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		}
 	}
-	userSecurity := []map[string][]string{{schemeUserToken: {}}}
+	userSecurity := []openapi.SecurityRequirement{{schemeUserToken: {}}}
 
 	register := userAuthErrors("the user is no member of the organization (its existence is not revealed).", "the user is a member of the organization but not an admin.")
-	register["201"] = oaWithHeaders(&oaResponse{
+	register["201"] = openapi.WithHeaders(&openapi.Response{
 		Description: "The app, with its client secret: shown this once.",
-		Headers: map[string]*oaHeader{"Location": {Description: "The app's path: `" + oauthPathApps + "/{client_id}`.", Required: true,
-			Schema: &oaSchema{Type: "string", Format: "uri-reference"}}},
-		Content: oaJSON(oaSchemaRef("AppResponse")),
+		Headers: map[string]*openapi.Header{"Location": {Description: "The app's path: `" + oauthPathApps + "/{client_id}`.", Required: true,
+			Schema: &openapi.Schema{Type: "string", Format: "uri-reference"}}},
+		Content: openapi.JSON(openapi.SchemaRef("AppResponse")),
 	}, "Cache-Control")
-	register["400"] = oaErrorResponse("`invalid_request`: no `Content-Type: application/json`, a body with unknown fields, no organization, name or scope, a malformed scope, a redirect URI that is not https, http on a loopback host or a private-use scheme, or that has a fragment, or a branch of another organization.",
+	register["400"] = openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, a body with unknown fields, no organization, name or scope, a malformed scope, a redirect URI that is not https, http on a loopback host or a private-use scheme, or that has a fragment, or a branch of another organization.",
 		oaErr(apierrors.CodeInvalidRequest, "at least one scope is required"))
-	if err := b.addPath(oauthPathApps, &oaPathItem{Post: &oaOperation{
+	if err := b.addPath(oauthPathApps, &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Register an app", OperationID: "registerApp",
 		Description: "Registers an OAuth app of an organization. Takes the product user token of an admin of that organization. The client secret is shown once in the response and stored only as a hash.",
-		RequestBody: &oaRequestBody{Description: "The app.", Required: true, Content: oaJSON(oaSchemaRef("AppRegistration"))},
+		RequestBody: &openapi.RequestBody{Description: "The app.", Required: true, Content: openapi.JSON(openapi.SchemaRef("AppRegistration"))},
 		Responses:   register,
 		Security:    userSecurity,
 	}}); err != nil {
@@ -1652,16 +1350,16 @@ func (b *openAPIBuilder) addOAuth() error {
 	}
 
 	rotate := userAuthErrors("no app has this client id, or the user is no member of its organization.", "the user is a member of the app's organization but not an admin.")
-	rotate["200"] = oaWithHeaders(&oaResponse{Description: "The new secret, shown this once; the old one stops working at once.", Content: oaJSON(oaSchemaRef("SecretRotation"))}, "Cache-Control")
-	rotate["400"] = oaErrorResponse("`invalid_request`: a body that is not a JSON object of the documented fields.",
+	rotate["200"] = openapi.WithHeaders(&openapi.Response{Description: "The new secret, shown this once; the old one stops working at once.", Content: openapi.JSON(openapi.SchemaRef("SecretRotation"))}, "Cache-Control")
+	rotate["400"] = openapi.ErrorResponse("`invalid_request`: a body that is not a JSON object of the documented fields.",
 		oaErr(apierrors.CodeInvalidRequest, "the body must be a JSON object of the documented fields"))
-	if err := b.addPath(oauthPathApps+"/{client_id}/rotate-secret", &oaPathItem{
-		Parameters: []*oaParameter{{Name: "client_id", In: "path", Required: true, Description: "The app's client id.", Schema: &oaSchema{Type: "string"}}},
-		Post: &oaOperation{
+	if err := b.addPath(oauthPathApps+"/{client_id}/rotate-secret", &openapi.PathItem{
+		Parameters: []*openapi.Parameter{{Name: "client_id", In: "path", Required: true, Description: "The app's client id.", Schema: &openapi.Schema{Type: "string"}}},
+		Post: &openapi.Operation{
 			Tags: []string{tagOAuth}, Summary: "Rotate an app's client secret", OperationID: "rotateAppSecret",
 			Description: "Gives the app a new client secret. Takes the product user token of an admin of the app's organization. " +
 				"With `revoke_tokens`, also revokes the app's refresh tokens and authorization-code access tokens; its client-credentials access tokens stay valid until they expire (at most an hour), as the answer says.",
-			RequestBody: &oaRequestBody{Description: "Optional.", Content: oaJSON(oaSchemaRef("SecretRotationRequest"))},
+			RequestBody: &openapi.RequestBody{Description: "Optional.", Content: openapi.JSON(openapi.SchemaRef("SecretRotationRequest"))},
 			Responses:   rotate,
 			Security:    userSecurity,
 		},
@@ -1669,84 +1367,84 @@ func (b *openAPIBuilder) addOAuth() error {
 		return err
 	}
 
-	clientErrors := func(oaSuccess *oaResponse) map[string]*oaResponse {
-		return map[string]*oaResponse{
+	clientErrors := func(oaSuccess *openapi.Response) map[string]*openapi.Response {
+		return map[string]*openapi.Response{
 			"200": oaSuccess,
-			"400": oaErrorResponse("`invalid_request`: no `token`, a repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.",
+			"400": openapi.ErrorResponse("`invalid_request`: no `token`, a repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.",
 				oaErr(apierrors.CodeInvalidRequest, "token is required")),
 			"401": b.shared("InvalidClient", oaInvalidClient),
 			"413": tooLarge,
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		}
 	}
-	revokeResponses := clientErrors(oaWithHeaders(&oaResponse{Description: "Revoked, or an unknown or expired token. No body."}, "Cache-Control"))
-	revokeResponses["400"] = oaErrorResponse("`unsupported_token_type`: a client-credentials access token or a product user token, which cannot be revoked. "+
+	revokeResponses := clientErrors(openapi.WithHeaders(&openapi.Response{Description: "Revoked, or an unknown or expired token. No body."}, "Cache-Control"))
+	revokeResponses["400"] = openapi.ErrorResponse("`unsupported_token_type`: a client-credentials access token or a product user token, which cannot be revoked. "+
 		"`unauthorized_client`: a token issued to another client. `invalid_request`: no `token`, a repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.",
 		oaErr(apierrors.CodeUnsupportedTokenType, "a client-credentials access token cannot be revoked; it stays valid until it expires at 2026-01-01T12:00:00Z"),
 		oaErr(apierrors.CodeUnauthorizedClient, "the token was issued to another client"),
 		oaErr(apierrors.CodeInvalidRequest, "token is required"))
-	if err := b.addPath(oauthPathRevoke, &oaPathItem{Post: &oaOperation{
+	if err := b.addPath(oauthPathRevoke, &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Revoke a token", OperationID: "revokeToken",
 		Description: "RFC 7009 revocation. A refresh token of the authenticated client, or an authorization-code access token of it, is revoked with its whole family: " +
 			"every refresh token of that authorization and every access token issued from them, which fail at once. " +
 			"A client-credentials access token cannot be revoked (it stays valid until it expires): 400 `unsupported_token_type`. A token of another client: 400 `unauthorized_client`. " +
 			"An unknown or expired token is answered 200: there is nothing to revoke (RFC 7009 section 2.2).",
-		RequestBody: oaFormOrJSON("The token to revoke.", "TokenRevocationRequest"),
+		RequestBody: openapi.FormOrJSON("The token to revoke.", "TokenRevocationRequest"),
 		Responses:   revokeResponses,
 		Security:    oaClientAuth(),
 	}}); err != nil {
 		return err
 	}
-	if err := b.addPath(oauthPathIntrospect, &oaPathItem{Post: &oaOperation{
+	if err := b.addPath(oauthPathIntrospect, &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Introspect a token", OperationID: "introspectToken",
 		Description: "RFC 7662 introspection for resource servers: an authenticated client asks whether an access or refresh token is active, and what it grants.",
-		RequestBody: oaFormOrJSON("The token to describe.", "TokenIntrospectionRequest"),
+		RequestBody: openapi.FormOrJSON("The token to describe.", "TokenIntrospectionRequest"),
 		Responses:   clientErrors(oaTokenSuccess("The token's state. `active` false for an unknown, expired, spent or revoked token, and for a product user token.", "TokenIntrospection")),
 		Security:    oaClientAuth(),
 	}}); err != nil {
 		return err
 	}
 
-	if err := b.addPath(oauthPathMetadata, &oaPathItem{Get: &oaOperation{
+	if err := b.addPath(oauthPathMetadata, &openapi.PathItem{Get: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Get the authorization server metadata", OperationID: "getAuthorizationServerMetadata",
 		Description: "RFC 8414 metadata, so that standard clients configure themselves.",
-		Responses: map[string]*oaResponse{
-			"200": {Description: "The metadata.", Content: oaJSON(oaSchemaRef("AuthorizationServerMetadata"))},
-			"429": b.shared("RateLimited", oaRateLimited),
-			"500": b.shared("ServerError", oaServerError),
+		Responses: map[string]*openapi.Response{
+			"200": {Description: "The metadata.", Content: openapi.JSON(openapi.SchemaRef("AuthorizationServerMetadata"))},
+			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+			"500": b.shared("ServerError", openapi.ServerErrorResponse),
 		},
-		Security: []map[string][]string{},
+		Security: []openapi.SecurityRequirement{},
 	}}); err != nil {
 		return err
 	}
 
-	redirect := func(description string) *oaHeader {
-		return &oaHeader{Description: description, Required: true, Schema: &oaSchema{Type: "string", Format: "uri-reference"}}
+	redirect := func(description string) *openapi.Header {
+		return &openapi.Header{Description: description, Required: true, Schema: &openapi.Schema{Type: "string", Format: "uri-reference"}}
 	}
-	html := map[string]*oaMediaType{"text/html": {Schema: &oaSchema{Type: "string"}}}
-	return b.addPath(oauthPathAuthorize, &oaPathItem{Get: &oaOperation{
+	html := map[string]*openapi.MediaType{"text/html": {Schema: &openapi.Schema{Type: "string"}}}
+	return b.addPath(oauthPathAuthorize, &openapi.PathItem{Get: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Start an authorization (browser)", OperationID: "authorize",
 		Description: "The authorization endpoint (RFC 6749 section 4.1.1 with PKCE, RFC 7636), for a browser, not an API client. " +
 			"A valid request from a signed-in user gets the consent page, where the user picks the organization and approves or denies; one without a session is sent to the sign-in page first. " +
 			"Approval redirects to `redirect_uri` with `code`, `state` and `iss`; denial with `error=access_denied`. " +
 			"An unknown client or a redirect URI that does not match exactly gets an error page, never a redirect; every other error redirects with `error`, `error_description` and `state`.",
-		Parameters: []*oaParameter{
-			{Name: "client_id", In: "query", Required: true, Description: "The app's client id.", Schema: &oaSchema{Type: "string"}},
-			{Name: "redirect_uri", In: "query", Required: true, Description: "One of the app's redirect URIs, exactly.", Schema: &oaSchema{Type: "string", Format: "uri"}},
-			{Name: "response_type", In: "query", Required: true, Description: "`code`.", Schema: &oaSchema{Type: "string", Enum: []any{"code"}}},
-			{Name: "code_challenge", In: "query", Required: true, Description: "The base64url SHA-256 of the PKCE verifier (43 characters).", Schema: &oaSchema{Type: "string", Pattern: `^[A-Za-z0-9_-]{43}$`}},
-			{Name: "code_challenge_method", In: "query", Required: true, Description: "`S256`; `plain` is refused.", Schema: &oaSchema{Type: "string", Enum: []any{"S256"}}},
-			{Name: "scope", In: "query", Required: true, Description: "Space-separated scopes, a subset of the app's.", Schema: &oaSchema{Type: "string"}},
-			{Name: "state", In: "query", Description: "Opaque; returned with the redirect.", Schema: &oaSchema{Type: "string"}},
+		Parameters: []*openapi.Parameter{
+			{Name: "client_id", In: "query", Required: true, Description: "The app's client id.", Schema: &openapi.Schema{Type: "string"}},
+			{Name: "redirect_uri", In: "query", Required: true, Description: "One of the app's redirect URIs, exactly.", Schema: &openapi.Schema{Type: "string", Format: "uri"}},
+			{Name: "response_type", In: "query", Required: true, Description: "`code`.", Schema: &openapi.Schema{Type: "string", Enum: []any{"code"}}},
+			{Name: "code_challenge", In: "query", Required: true, Description: "The base64url SHA-256 of the PKCE verifier (43 characters).", Schema: &openapi.Schema{Type: "string", Pattern: `^[A-Za-z0-9_-]{43}$`}},
+			{Name: "code_challenge_method", In: "query", Required: true, Description: "`S256`; `plain` is refused.", Schema: &openapi.Schema{Type: "string", Enum: []any{"S256"}}},
+			{Name: "scope", In: "query", Required: true, Description: "Space-separated scopes, a subset of the app's.", Schema: &openapi.Schema{Type: "string"}},
+			{Name: "state", In: "query", Description: "Opaque; returned with the redirect.", Schema: &openapi.Schema{Type: "string"}},
 		},
-		Responses: map[string]*oaResponse{
+		Responses: map[string]*openapi.Response{
 			"200": {Description: "The consent page.", Content: html},
-			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`.", Headers: map[string]*oaHeader{"Location": redirect("`redirect_uri` with the error parameters.")}},
-			"303": {Description: "No session: to the sign-in page, which returns here.", Headers: map[string]*oaHeader{"Location": redirect("The sign-in page.")}},
+			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`.", Headers: map[string]*openapi.Header{"Location": redirect("`redirect_uri` with the error parameters.")}},
+			"303": {Description: "No session: to the sign-in page, which returns here.", Headers: map[string]*openapi.Header{"Location": redirect("The sign-in page.")}},
 			"400": {Description: "An error page: an unknown `client_id`, or a `redirect_uri` that is missing or not registered.", Content: html},
 			"500": {Description: "An error page: the server failed.", Content: html},
 		},
-		Security: []map[string][]string{},
+		Security: []openapi.SecurityRequirement{},
 	}})
 }
