@@ -181,6 +181,13 @@ func TestOpenAPIRoutes(t *testing.T) {
 	assert.Equal(t, documented, n)
 }
 
+// The reference server's other token endpoints, which it mounts with
+// oauth.Server.ClientCredentialsHandler.
+const (
+	edgeTokenPath = "/functions/v1/oauth-token"
+	v1TokenPath   = "/v1/oauth/token"
+)
+
 // TestOpenAPIOAuthRoutes checks the OAuth part against package oauth: its
 // path constants and the routes its Server mounts.
 func TestOpenAPIOAuthRoutes(t *testing.T) {
@@ -188,8 +195,8 @@ func TestOpenAPIOAuthRoutes(t *testing.T) {
 	paths := oaObj(t, doc, "paths")
 	want := map[string]string{
 		oauth.PathToken:     "post",
-		oauth.PathEdgeToken: "post",
-		oauth.PathV1Token:   "post",
+		edgeTokenPath:       "post",
+		v1TokenPath:         "post",
 		oauth.PathUserToken: "post",
 		oauth.PathApps:      "post",
 		oauth.PathApps + "/{client_id}/rotate-secret": "post",
@@ -199,7 +206,11 @@ func TestOpenAPIOAuthRoutes(t *testing.T) {
 		oauth.PathAuthorize:  "get",
 	}
 	mux := http.NewServeMux()
-	(&oauth.Server{}).Mount(mux)
+	srv := &oauth.Server{}
+	srv.Mount(mux)
+	for _, p := range []string{edgeTokenPath, v1TokenPath} {
+		mux.Handle("POST "+p, srv.ClientCredentialsHandler())
+	}
 	for p, m := range want {
 		item := oaObj(t, paths, p)
 		op := oaObj(t, item, m)
@@ -217,7 +228,7 @@ func TestOpenAPIOAuthRoutes(t *testing.T) {
 	assert.Contains(t, content, "application/x-www-form-urlencoded")
 	assert.Contains(t, content, "application/json")
 	assert.Equal(t, "#/components/schemas/TokenResponse", oaAt(t, token, "responses", "200", "content", "application/json", "schema", "$ref"))
-	for _, p := range []string{oauth.PathEdgeToken, oauth.PathV1Token} {
+	for _, p := range []string{edgeTokenPath, v1TokenPath} {
 		assert.Equal(t, "#/components/schemas/ClientCredentialsTokenRequest",
 			oaAt(t, paths, p, "post", "requestBody", "content", "application/x-www-form-urlencoded", "schema", "$ref"))
 	}
