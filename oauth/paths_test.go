@@ -1,6 +1,7 @@
 package oauth_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/openapi"
 )
 
 // otherPaths puts every endpoint of the token service somewhere else than
@@ -142,4 +144,70 @@ func TestOtherPaths(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, r.status)
 		assert.Equal(t, "unsupported_grant_type", r.str("error"))
 	})
+}
+
+// The OpenAPI section describes the endpoints where Mount serves them, and
+// states the Server's lifetimes.
+func TestOpenAPISection(t *testing.T) {
+	tests := []struct {
+		name      string
+		srv       *oauth.Server
+		expiresIn int
+		says      []string
+	}{
+		{"defaults", &oauth.Server{Issuer: testIssuer}, 3600,
+			[]string{"valid 3600 s", "valid 60 s.", "valid 30 days.", "(at most an hour)"}},
+		{"other paths and lifetimes", &oauth.Server{
+			Issuer: testIssuer + "/", Paths: otherPaths,
+			AccessTokenTTL: 15 * time.Minute, CodeTTL: 90 * time.Second, RefreshTokenTTL: 12 * time.Hour,
+		}, 900, []string{"valid 900 s", "valid 90 s.", "valid 12 hours.", "(at most 15 minutes)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := tt.srv.OpenAPI()
+			p := tt.srv.Paths.WithDefaults()
+			mux := http.NewServeMux()
+			tt.srv.Mount(mux)
+			documented := map[string]string{}
+			for path, item := range doc.Paths {
+				for i, op := range item.Operations() {
+					if op == nil {
+						continue
+					}
+					method := []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete}[i]
+					documented[method+" "+path] = op.OperationID
+					_, pattern := mux.Handler(httptest.NewRequest(method, strings.Replace(path, "{client_id}", "c", 1), nil))
+					assert.Equal(t, method+" "+path, pattern, "Mount serves %s %s", method, path)
+					assert.Equal(t, []string{"OAuth"}, op.Tags)
+				}
+			}
+			assert.Equal(t, map[string]string{
+				"POST " + p.Token: "requestToken", "POST " + p.UserToken: "signInUser", "POST " + p.Apps: "registerApp",
+				"POST " + p.Apps + "/{client_id}/rotate-secret": "rotateAppSecret", "POST " + p.Revoke: "revokeToken",
+				"POST " + p.Introspect: "introspectToken", "GET " + p.Metadata: "getAuthorizationServerMetadata",
+				"GET " + p.Authorize: "authorize",
+			}, documented, "every endpoint but the sign-in and consent pages")
+
+			raw, err := openapi.Marshal(doc)
+			require.NoError(t, err)
+			var decoded map[string]any
+			require.NoError(t, json.Unmarshal(raw, &decoded))
+			expires := decoded["components"].(map[string]any)["schemas"].(map[string]any)["TokenResponse"].(map[string]any)["properties"].(map[string]any)["expires_in"].(map[string]any)
+			assert.Equal(t, []any{float64(tt.expiresIn)}, expires["examples"])
+			for _, s := range tt.says {
+				assert.Contains(t, string(raw), s)
+			}
+
+			flows := doc.Components.SecuritySchemes["oauth2"].Flows
+			assert.Equal(t, testIssuer+p.Token, flows.ClientCredentials.TokenURL)
+			assert.Equal(t, testIssuer+p.Authorize, flows.AuthorizationCode.AuthorizationURL)
+			assert.Contains(t, doc.Components.SecuritySchemes["userToken"].Description, "`POST "+p.UserToken+"?grant_type=password`")
+			assert.Equal(t, testIssuer, doc.Servers[0].URL)
+
+			alias := tt.srv.OpenAPIClientCredentials("requestAliasToken", "Request a token elsewhere")
+			require.NoError(t, doc.AddPath("/alias/token", alias))
+			assert.Contains(t, alias.Post.Description, "`"+p.Token+"`")
+			assert.Error(t, doc.AddPath("/alias/other", tt.srv.OpenAPIClientCredentials("requestToken", "")), "operationIds stay unique")
+		})
+	}
 }

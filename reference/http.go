@@ -61,7 +61,7 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	}
 	if api != nil {
 		api.Mount(mux)
-		mountOpenAPI(mux, api, tokens.Issuer)
+		mountOpenAPI(mux, api, tokens)
 	}
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))

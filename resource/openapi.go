@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,34 +42,30 @@ type OpenAPIInfo struct {
 	// AuthorizationURL is the OAuth authorization endpoint of the security
 	// scheme ("" means ServerURL + "/auth/v1/oauth/authorize").
 	AuthorizationURL string
+	// Sections describe other endpoints of the server, merged into the
+	// document (see openapi.Document.Merge): above all the token service's,
+	// oauth.Server.OpenAPI. A section that declares the security scheme
+	// "oauth2", as the token service's does, gives the document that
+	// scheme's flows and description, to which the registry adds its
+	// scopes; TokenURL and AuthorizationURL are then not used. Merging
+	// fails, and so does the document, when a section describes a path or
+	// an operationId twice, or names a component or tag as the document
+	// does with another content.
+	Sections []*openapi.Document
 }
 
-// The paths of the token service (package oauth) that the document
-// describes. The resource package does not import oauth; a test checks that
-// these agree with oauth's Path constants.
+// The token service's default paths (package oauth's PathToken and
+// PathAuthorize), for the security scheme of a document that no section of
+// the token service describes. The resource package does not import oauth;
+// a test checks that these agree.
 const (
-	oauthPathAuthorize  = "/auth/v1/oauth/authorize"
-	oauthPathToken      = "/auth/v1/oauth/token"
-	oauthPathEdgeToken  = "/functions/v1/oauth-token"
-	oauthPathV1Token    = "/v1/oauth/token"
-	oauthPathUserToken  = "/auth/v1/token"
-	oauthPathApps       = "/auth/v1/oauth/apps"
-	oauthPathRevoke     = "/auth/v1/oauth/revoke"
-	oauthPathIntrospect = "/auth/v1/oauth/introspect"
-	oauthPathMetadata   = "/.well-known/oauth-authorization-server"
-	// oauthMaxRequestBytes is the largest body of a token service request.
-	oauthMaxRequestBytes = 64 << 10
-	// accessTokenSeconds is the lifetime of an access token.
-	accessTokenSeconds = 3600
+	oauthPathAuthorize = "/auth/v1/oauth/authorize"
+	oauthPathToken     = "/auth/v1/oauth/token"
 )
 
-// The names the document uses for its security schemes and its OAuth tag.
-const (
-	schemeOAuth2      = "oauth2"
-	schemeUserToken   = "userToken"
-	schemeClientBasic = "clientBasic"
-	tagOAuth          = "OAuth"
-)
+// schemeOAuth2 is the name of the security scheme of the OAuth access
+// tokens, which every operation names.
+const schemeOAuth2 = "oauth2"
 
 func (info OpenAPIInfo) withDefaults() OpenAPIInfo {
 	if info.Title == "" {
@@ -92,8 +89,8 @@ func (info OpenAPIInfo) withDefaults() OpenAPIInfo {
 }
 
 // OpenAPI returns an OpenAPI 3.1.0 document, as indented JSON, of every
-// registered resource and of the endpoints of the OAuth token service
-// (package oauth) that issues their tokens.
+// registered resource, with the sections of info merged in (the endpoints
+// of the OAuth token service that issues their tokens, say).
 //
 // Each resource gets its list and get operations, and, unless it is
 // read-only, create, update and delete, under the first path prefix (/v1);
@@ -105,7 +102,8 @@ func (info OpenAPIInfo) withDefaults() OpenAPIInfo {
 //
 // The document depends only on the declarations: it needs no database, and
 // the same registry and info always give the same bytes. It is an error
-// when two resources would share an operationId or a schema name.
+// when two resources would share an operationId or a schema name, or when
+// a section does not merge.
 func (g *Registry) OpenAPI(info OpenAPIInfo) ([]byte, error) {
 	b := &openAPIBuilder{g: g, info: info.withDefaults(), operationIDs: map[string]bool{}}
 	doc, err := b.build()
@@ -185,7 +183,7 @@ func (b *openAPIBuilder) build() (*openapi.Document, error) {
 			}
 		}
 	}
-	if err := b.addOAuth(); err != nil {
+	if err := b.addSections(); err != nil {
 		return nil, err
 	}
 	return &b.doc, nil
@@ -947,29 +945,76 @@ func (b *openAPIBuilder) scopes() map[string]string {
 	return scopes
 }
 
+// oaScopeRule is what the scopes of the registry allow, which the
+// security scheme's description ends with.
+const oaScopeRule = "`svc:<resource>:read` allows GET, `svc:<resource>:write` allows POST, PATCH and DELETE; write does not imply read."
+
+// securitySchemes returns the security scheme "oauth2" of the registry's
+// operations: a section's, when one declares it, with the registry's
+// scopes added to its flows and its rule to its description; else one of
+// TokenURL and AuthorizationURL.
 func (b *openAPIBuilder) securitySchemes() map[string]*openapi.SecurityScheme {
-	scopes := b.scopes()
-	return map[string]*openapi.SecurityScheme{
-		schemeOAuth2: {
+	var scheme openapi.SecurityScheme
+	if s := b.sectionScheme(); s != nil {
+		scheme = *s
+		scheme.Flows = &openapi.OAuthFlows{}
+		if f := s.Flows.AuthorizationCode; f != nil {
+			scheme.Flows.AuthorizationCode = b.withScopes(f)
+		}
+		if f := s.Flows.ClientCredentials; f != nil {
+			scheme.Flows.ClientCredentials = b.withScopes(f)
+		}
+	} else {
+		scheme = openapi.SecurityScheme{
 			Type: "oauth2",
-			Description: "OAuth 2.1 access tokens (HS256 JWTs, valid " + strconv.Itoa(accessTokenSeconds) + " s), sent as `Authorization: Bearer <token>`. " +
+			Description: "OAuth 2.1 access tokens (HS256 JWTs), sent as `Authorization: Bearer <token>`. " +
 				"The authorization-code flow requires PKCE with S256 (`plain` is refused) and an exact redirect URI; its token sees every branch of the organization the user chose at consent. " +
-				"A client-credentials token sees the branches its app lists (`oauth_branch_ids`). " +
-				"`svc:<resource>:read` allows GET, `svc:<resource>:write` allows POST, PATCH and DELETE; write does not imply read.",
+				"A client-credentials token sees the branches its app lists (`oauth_branch_ids`).",
 			Flows: &openapi.OAuthFlows{
-				AuthorizationCode: &openapi.OAuthFlow{AuthorizationURL: b.info.AuthorizationURL, TokenURL: b.info.TokenURL, RefreshURL: b.info.TokenURL, Scopes: scopes},
-				ClientCredentials: &openapi.OAuthFlow{TokenURL: b.info.TokenURL, Scopes: scopes},
+				AuthorizationCode: b.withScopes(&openapi.OAuthFlow{AuthorizationURL: b.info.AuthorizationURL, TokenURL: b.info.TokenURL, RefreshURL: b.info.TokenURL}),
+				ClientCredentials: b.withScopes(&openapi.OAuthFlow{TokenURL: b.info.TokenURL}),
 			},
-		},
-		schemeUserToken: {
-			Type: "http", Scheme: "bearer", BearerFormat: "JWT",
-			Description: "A product user token from `POST " + oauthPathUserToken + "?grant_type=password`: an HS256 JWT without `oauth_client_id`. App registration and secret rotation take it; the resource API answers it with 403 `invalid_token_type`.",
-		},
-		schemeClientBasic: {
-			Type: "http", Scheme: "basic",
-			Description: "Client authentication by HTTP Basic with the client id and secret, each form-urlencoded before base64 (RFC 6749 section 2.3.1). A client may instead send `client_id` and `client_secret` in the body, but not both ways at once.",
-		},
+		}
 	}
+	scheme.Description = strings.TrimSpace(scheme.Description + " " + oaScopeRule)
+	return map[string]*openapi.SecurityScheme{schemeOAuth2: &scheme}
+}
+
+// sectionScheme returns the oauth2 security scheme with flows that the
+// first section to declare one declares, or nil.
+func (b *openAPIBuilder) sectionScheme() *openapi.SecurityScheme {
+	for _, sec := range b.info.Sections {
+		if s := sec.Components.SecuritySchemes[schemeOAuth2]; s != nil && s.Type == "oauth2" && s.Flows != nil {
+			return s
+		}
+	}
+	return nil
+}
+
+// withScopes returns a copy of f whose scopes are its own and the
+// registry's, in the registry's words where both name one.
+func (b *openAPIBuilder) withScopes(f *openapi.OAuthFlow) *openapi.OAuthFlow {
+	c := *f
+	c.Scopes = maps.Clone(f.Scopes)
+	if c.Scopes == nil {
+		c.Scopes = map[string]string{}
+	}
+	maps.Copy(c.Scopes, b.scopes())
+	return &c
+}
+
+// addSections merges the sections of the info into the document; their
+// oauth2 security scheme is the document's already (see securitySchemes).
+func (b *openAPIBuilder) addSections() error {
+	for _, sec := range b.info.Sections {
+		s := *sec
+		s.Components.SecuritySchemes = maps.Clone(sec.Components.SecuritySchemes)
+		delete(s.Components.SecuritySchemes, schemeOAuth2)
+		if err := b.doc.Merge(&s); err != nil {
+			return fmt.Errorf("resource: %w", err)
+		}
+	}
+	return nil
 }
 
 // The info description.
@@ -1032,419 +1077,4 @@ func (b *openAPIBuilder) description() string {
 	}
 	d.WriteString("\n## Rate limits\n\nA rate-limited route answers 429 `rate_limited` over its limit, with `Retry-After` in whole seconds. Every response of such a route carries the headers of draft-ietf-httpapi-ratelimit-headers-11: `RateLimit-Policy: \"<name>\";q=<quota>;w=<window seconds>` and `RateLimit: \"<name>\";r=<remaining>;t=<seconds until capacity returns>`. A fresh key may spend its whole quota at once and then earns it back evenly over the window.")
 	return d.String()
-}
-
-// The OAuth endpoints (package oauth).
-
-func oaClientFields() []openapi.Property {
-	return []openapi.Property{
-		openapi.Prop("client_id", openapi.String("The client id, when the client authenticates in the body rather than by HTTP Basic.")),
-		openapi.Prop("client_secret", &openapi.Schema{Type: "string", WriteOnly: true, Description: "The client secret, with `client_id`, when the client authenticates in the body."}),
-	}
-}
-
-func oaGrantType(value, description string) openapi.Property {
-	return openapi.Prop("grant_type", &openapi.Schema{Type: "string", Const: value, Description: description})
-}
-
-func oaOAuthSchemas() map[string]*openapi.Schema {
-	authCode := openapi.Object([]string{"grant_type", "code", "redirect_uri", "code_verifier"},
-		append([]openapi.Property{
-			oaGrantType("authorization_code", "Exchange an authorization code."),
-			openapi.Prop("code", openapi.String("The authorization code from the redirect; single use, valid 60 s.")),
-			openapi.Prop("redirect_uri", &openapi.Schema{Type: "string", Format: "uri", Description: "The redirect URI of the authorization request, exactly."}),
-			openapi.Prop("code_verifier", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(43), MaxLength: openapi.Ptr(128), Pattern: `^[A-Za-z0-9._~-]{43,128}$`,
-				Description: "The PKCE verifier whose S256 challenge the authorization request sent."}),
-		}, oaClientFields()...)...)
-	authCode.Description = "The authorization-code grant. The client authenticates (HTTP Basic or `client_id` and `client_secret` in the body) before the code is looked at. A second use of a code fails and revokes every token issued from it."
-
-	refresh := openapi.Object([]string{"grant_type", "refresh_token"},
-		append([]openapi.Property{
-			oaGrantType("refresh_token", "Rotate a refresh token."),
-			openapi.Prop("refresh_token", openapi.String("The refresh token; single use. The response carries its successor. Reusing a spent one fails with `invalid_grant` and revokes its whole family.")),
-		}, oaClientFields()...)...)
-	refresh.Description = "The refresh-token grant. Client authentication is optional (the token is bound to its client); when the client authenticates, it must be the token's client."
-
-	cc := openapi.Object([]string{"grant_type"},
-		append([]openapi.Property{
-			oaGrantType("client_credentials", "Issue a token to the app itself."),
-			openapi.Prop("scope", openapi.String("Space-separated scopes: a subset of the app's scopes (default: all of them). A JSON body may send an array of strings instead.")),
-		}, oaClientFields()...)...)
-	cc.Description = "The client-credentials grant: the client authenticates, by HTTP Basic or `client_id` and `client_secret` in the body."
-
-	tokenRequest := &openapi.Schema{
-		Description: "A token request: one of the three grants, by `grant_type`. Sent as `application/x-www-form-urlencoded` (RFC 6749) or as a JSON object of strings; each parameter at most once.",
-		OneOf:       []*openapi.Schema{openapi.SchemaRef("AuthorizationCodeTokenRequest"), openapi.SchemaRef("RefreshTokenRequest"), openapi.SchemaRef("ClientCredentialsTokenRequest")},
-		Discriminator: &openapi.Discriminator{PropertyName: "grant_type", Mapping: map[string]string{
-			"authorization_code": openapi.Ref("schemas", "AuthorizationCodeTokenRequest"),
-			"refresh_token":      openapi.Ref("schemas", "RefreshTokenRequest"),
-			"client_credentials": openapi.Ref("schemas", "ClientCredentialsTokenRequest"),
-		}},
-	}
-
-	tokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in", "scope"},
-		openapi.Prop("access_token", openapi.String("The access token: an HS256 JWT for `Authorization: Bearer`.")),
-		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{accessTokenSeconds}}),
-		openapi.Prop("refresh_token", openapi.String("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid 30 days.")),
-		openapi.Prop("scope", openapi.String("The granted scopes, space-separated.")),
-		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (client-credentials grant only)."}),
-		openapi.Prop("branch_ids", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uuid"}, Description: "The branches the token may use (client-credentials grant only)."}))
-	tokenResponse.Description = "A token response (RFC 6749 section 5.1)."
-
-	userTokenRequest := openapi.Object([]string{"email", "password"},
-		openapi.Prop("email", &openapi.Schema{Type: "string", Format: "email", Description: "The user's email."}),
-		openapi.Prop("password", &openapi.Schema{Type: "string", WriteOnly: true, Description: "The user's password."}))
-	userTokenRequest.Description = "A product user sign-in."
-
-	userTokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in"},
-		openapi.Prop("access_token", openapi.String("The product user token: an HS256 JWT without `oauth_client_id`.")),
-		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the token expires."}))
-	userTokenResponse.Description = "A product user token."
-
-	uuids := func(description string) *openapi.Schema {
-		return &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uuid"}, Description: description}
-	}
-	appRegistration := openapi.Object([]string{"organization_id", "name", "scopes"},
-		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization the app belongs to; the user must administer it."}),
-		openapi.Prop("name", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(1), MaxLength: openapi.Ptr(200), Description: "The app's name, shown at consent; at most 200 bytes."}),
-		openapi.Prop("scopes", &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), Items: &openapi.Schema{Type: "string"}, Description: "The scopes the app may ask for, e.g. `svc:quotations:read`."}),
-		openapi.Prop("branch_ids", uuids("The branches a client-credentials token of the app may use; each a branch of the organization.")),
-		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow, matched exactly: `https://...`, `http://` on a loopback host (127.0.0.1, [::1], localhost; RFC 8252), or a private-use scheme in reverse-domain form with one slash (`com.example.app:/callback`); never a fragment, user information or a wildcard."}))
-	appRegistration.AdditionalProperties = openapi.Ptr(false)
-	appRegistration.Description = "An app to register."
-
-	appResponse := openapi.Object([]string{"client_id", "client_secret"},
-		openapi.Prop("client_id", openapi.String("The app's client id.")),
-		openapi.Prop("client_secret", openapi.String("The client secret, shown this once: only its hash is kept.")),
-		openapi.Prop("app_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's id (registration only)."}),
-		openapi.Prop("name", openapi.String("The app's name (registration only).")),
-		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (registration only)."}),
-		openapi.Prop("scopes", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string"}, Description: "The app's scopes (registration only)."}),
-		openapi.Prop("branch_ids", uuids("The app's branches (registration only).")),
-		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The app's redirect URIs (registration only)."}))
-	appResponse.Description = "An app's credentials and registration."
-
-	rotation := openapi.Object(nil, openapi.Prop("revoke_tokens", &openapi.Schema{Type: "boolean",
-		Description: "Also revoke every refresh token of the app and the access tokens issued from them (authorization-code tokens fail at once). Client-credentials access tokens cannot be revoked: they stay valid until they expire. Default false."}))
-	rotation.AdditionalProperties = openapi.Ptr(false)
-	rotation.Description = "Options of a secret rotation; the body may also be empty."
-
-	rotated := openapi.Object([]string{"client_id", "client_secret", "tokens_revoked", "revoked_families", "access_tokens_valid_until", "tokens"},
-		openapi.Prop("client_id", openapi.String("The app's client id.")),
-		openapi.Prop("client_secret", openapi.String("The new client secret, shown this once: only its hash is kept. The old one no longer authenticates.")),
-		openapi.Prop("tokens_revoked", &openapi.Schema{Type: "boolean", Description: "Whether the app's refresh tokens and authorization-code access tokens were revoked (`revoke_tokens`)."}),
-		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
-		openapi.Prop("access_tokens_valid_until", &openapi.Schema{Type: "string", Format: "date-time", Description: "When the last access token issued before the rotation that still works expires: client-credentials tokens always, authorization-code tokens unless revoked."}),
-		openapi.Prop("tokens", openapi.String("What became of the app's tokens, in words.")))
-	rotated.Description = "A secret rotation: the new secret and what became of the tokens issued before."
-
-	tokenParam := func(what string) *openapi.Schema {
-		s := openapi.Object([]string{"token"},
-			append([]openapi.Property{
-				openapi.Prop("token", openapi.String(what)),
-				openapi.Prop("token_type_hint", &openapi.Schema{Type: "string", Enum: []any{"access_token", "refresh_token"}, Description: "Accepted and ignored: the server finds the kind itself."}),
-			}, oaClientFields()...)...)
-		return s
-	}
-	revocation := tokenParam("The refresh token, or authorization-code access token, to revoke with its whole family. A client-credentials access token cannot be revoked.")
-	revocation.Description = "An RFC 7009 revocation request; the client authenticates."
-	introspectionRequest := tokenParam("The access or refresh token to describe.")
-	introspectionRequest.Description = "An RFC 7662 introspection request; the client (a resource server's app) authenticates."
-
-	introspection := openapi.Object([]string{"active"},
-		openapi.Prop("active", &openapi.Schema{Type: "boolean", Description: "Whether the token is valid now. The other fields are present only for an active token."}),
-		openapi.Prop("scope", openapi.String("The token's scopes, space-separated.")),
-		openapi.Prop("client_id", openapi.String("The client the token was issued to.")),
-		openapi.Prop("sub", openapi.String("The user (authorization code) or the app (client credentials).")),
-		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"Bearer", "refresh_token"}, Description: "`Bearer` for an access token, `refresh_token` for a refresh token."}),
-		openapi.Prop("exp", &openapi.Schema{Type: "integer", Format: "int64", Description: "Expiry, in seconds since 1970."}),
-		openapi.Prop("iat", &openapi.Schema{Type: "integer", Format: "int64", Description: "Issue time, in seconds since 1970 (access tokens)."}),
-		openapi.Prop("iss", openapi.String("The issuer (access tokens).")),
-		openapi.Prop("aud", openapi.String("The audience (access tokens).")),
-		openapi.Prop("jti", openapi.String("The token's id (access tokens).")),
-		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization the token acts in."}),
-		openapi.Prop("branch_ids", uuids("The branches a client-credentials token may use.")))
-	introspection.Description = "An RFC 7662 introspection response. A product user token is inactive here."
-
-	strs := func(description string) *openapi.Schema {
-		return &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string"}, Description: description}
-	}
-	uri := func(description string) *openapi.Schema {
-		return &openapi.Schema{Type: "string", Format: "uri", Description: description}
-	}
-	metadata := openapi.Object([]string{"issuer", "authorization_endpoint", "token_endpoint", "response_types_supported"},
-		openapi.Prop("issuer", uri("The issuer URL.")),
-		openapi.Prop("authorization_endpoint", uri("The authorization endpoint.")),
-		openapi.Prop("token_endpoint", uri("The token endpoint.")),
-		openapi.Prop("revocation_endpoint", uri("The RFC 7009 revocation endpoint.")),
-		openapi.Prop("introspection_endpoint", uri("The RFC 7662 introspection endpoint.")),
-		openapi.Prop("response_types_supported", strs("`code`.")),
-		openapi.Prop("response_modes_supported", strs("`query`.")),
-		openapi.Prop("grant_types_supported", strs("`authorization_code`, `refresh_token`, `client_credentials`.")),
-		openapi.Prop("code_challenge_methods_supported", strs("`S256`.")),
-		openapi.Prop("authorization_response_iss_parameter_supported", &openapi.Schema{Type: "boolean", Description: "True: the authorization response carries `iss` (RFC 9207)."}),
-		openapi.Prop("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")))
-	metadata.Description = "RFC 8414 authorization server metadata."
-
-	return map[string]*openapi.Schema{
-		"AuthorizationCodeTokenRequest": authCode,
-		"RefreshTokenRequest":           refresh,
-		"ClientCredentialsTokenRequest": cc,
-		"TokenRequest":                  tokenRequest,
-		"TokenResponse":                 tokenResponse,
-		"UserTokenRequest":              userTokenRequest,
-		"UserTokenResponse":             userTokenResponse,
-		"AppRegistration":               appRegistration,
-		"AppResponse":                   appResponse,
-		"SecretRotationRequest":         rotation,
-		"SecretRotation":                rotated,
-		"TokenRevocationRequest":        revocation,
-		"TokenIntrospectionRequest":     introspectionRequest,
-		"TokenIntrospection":            introspection,
-		"AuthorizationServerMetadata":   metadata,
-	}
-}
-
-// oaClientAuth is the security of an endpoint where the client
-// authenticates by HTTP Basic or in the body (the empty requirement).
-func oaClientAuth() []openapi.SecurityRequirement {
-	return []openapi.SecurityRequirement{{schemeClientBasic: {}}, {}}
-}
-
-func oaInvalidClient() *openapi.Response {
-	return openapi.WithHeaders(openapi.ErrorResponse("`invalid_client`: client authentication failed (unknown client, wrong secret, malformed Basic credentials, or none where required). `WWW-Authenticate` names the scheme the client tried (Basic by default).",
-		oaErr(apierrors.CodeInvalidClient, "client authentication failed")), "WWW-Authenticate")
-}
-
-func oaTokenSuccess(description, schema string) *openapi.Response {
-	r := &openapi.Response{Description: description, Content: openapi.JSON(openapi.SchemaRef(schema))}
-	return openapi.WithHeaders(r, "Cache-Control")
-}
-
-func (b *openAPIBuilder) addOAuth() error {
-	for name, s := range oaOAuthSchemas() {
-		if err := b.addSchema(name, s); err != nil {
-			return err
-		}
-	}
-	b.doc.Tags = append(b.doc.Tags, openapi.Tag{Name: tagOAuth, Description: "The OAuth 2.1 token service that issues the API's access tokens: " +
-		"the authorization-code grant with PKCE (S256) and a server-rendered sign-in and consent page, rotating refresh tokens, client credentials, " +
-		"app registration and secret rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414 metadata. " +
-		"Token requests are `application/x-www-form-urlencoded` or `application/json`; clients authenticate by HTTP Basic or `client_id` and `client_secret` in the body. " +
-		"Errors follow RFC 6749 section 5.2 in the shape of `Error`."})
-
-	tooLarge := b.shared("OAuthPayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(oauthMaxRequestBytes) })
-	tokenErrors := func(codes string, grants ...string) map[string]*openapi.Response {
-		return map[string]*openapi.Response{
-			"400": openapi.ErrorResponse(codes,
-				oaErr(apierrors.CodeInvalidRequest, "grant_type is required"),
-				oaErr(apierrors.CodeInvalidGrant, "the refresh token was already used; its family is revoked"),
-				oaErr(apierrors.CodeUnsupportedGrantType, "this endpoint takes only grant_type=client_credentials"),
-				oaErr(apierrors.CodeInvalidScope, "the app may not request svc:invoices:write")),
-			"401": b.shared("InvalidClient", oaInvalidClient),
-			"413": tooLarge,
-			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
-			"500": b.shared("ServerError", openapi.ServerErrorResponse),
-		}
-	}
-
-	allGrants := tokenErrors("`invalid_request`: a missing or repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.\n\n" +
-		"`invalid_grant`: an authorization code or refresh token that is invalid, expired, spent, revoked, or of another client; a redirect URI or PKCE verifier that does not match.\n\n" +
-		"`unsupported_grant_type`: a `grant_type` other than the three.\n\n" +
-		"`invalid_scope`: client credentials asking for a scope the app does not have.")
-	allGrants["200"] = oaTokenSuccess("The tokens. `Cache-Control: no-store`.", "TokenResponse")
-	if err := b.addPath(oauthPathToken, &openapi.PathItem{Post: &openapi.Operation{
-		Tags: []string{tagOAuth}, Summary: "Request a token", OperationID: "requestToken",
-		Description: "The token endpoint (RFC 6749 section 3.2): the `authorization_code` (with PKCE), `refresh_token` and `client_credentials` grants. " +
-			"The client is authenticated before any code or refresh token is looked at, so a failed client authentication never spends a grant.",
-		RequestBody: openapi.FormOrJSON("The grant.", "TokenRequest"),
-		Responses:   allGrants,
-		Security:    oaClientAuth(),
-	}}); err != nil {
-		return err
-	}
-
-	for _, p := range []struct{ path, id, summary string }{
-		{oauthPathEdgeToken, "requestEdgeFunctionToken", "Request a client-credentials token (edge function path)"},
-		{oauthPathV1Token, "requestV1Token", "Request a client-credentials token (/v1 path)"},
-	} {
-		responses := tokenErrors("`invalid_request`: a missing or repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.\n\n" +
-			"`unsupported_grant_type`: any `grant_type` but `client_credentials`.\n\n" +
-			"`invalid_scope`: a scope the app does not have.")
-		responses["200"] = oaTokenSuccess("The access token, with the app's organization and branches. `Cache-Control: no-store`.", "TokenResponse")
-		if err := b.addPath(p.path, &openapi.PathItem{Post: &openapi.Operation{
-			Tags: []string{tagOAuth}, Summary: p.summary, OperationID: p.id,
-			Description: "The `client_credentials` grant only, served by the same token service as `" + oauthPathToken + "`. Any other grant type gives 400 `unsupported_grant_type`.",
-			RequestBody: openapi.FormOrJSON("The client-credentials grant.", "ClientCredentialsTokenRequest"),
-			Responses:   responses,
-			Security:    oaClientAuth(),
-		}}); err != nil {
-			return err
-		}
-	}
-
-	if err := b.addPath(oauthPathUserToken, &openapi.PathItem{Post: &openapi.Operation{
-		Tags: []string{tagOAuth}, Summary: "Sign in a product user", OperationID: "signInUser",
-		Description: "Product user sign-in. It answers a product user token: an HS256 JWT signed like the access tokens but without `oauth_client_id`, " +
-			"which app registration and secret rotation take and the resource API refuses (403 `invalid_token_type`).",
-		Parameters: []*openapi.Parameter{{
-			Name: "grant_type", In: "query", Required: true, Description: "Must be `password`.",
-			Schema: &openapi.Schema{Type: "string", Enum: []any{"password"}},
-		}},
-		RequestBody: openapi.FormOrJSON("The user's credentials.", "UserTokenRequest"),
-		Responses: map[string]*openapi.Response{
-			"200": oaTokenSuccess("The product user token. `Cache-Control: no-store`.", "UserTokenResponse"),
-			"400": openapi.ErrorResponse("`unsupported_grant_type`: the query's `grant_type` is not `password`.\n\n`invalid_request`: no email or password, or a body that is neither a form nor a JSON object of strings.\n\n`invalid_grant`: the email and password do not match a user.",
-				oaErr(apierrors.CodeUnsupportedGrantType, "use grant_type=password"),
-				oaErr(apierrors.CodeInvalidRequest, "email and password are required"),
-				oaErr(apierrors.CodeInvalidGrant, "invalid email or password")),
-			"413": tooLarge,
-			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
-			"500": b.shared("ServerError", openapi.ServerErrorResponse),
-		},
-		Security: []openapi.SecurityRequirement{},
-	}}); err != nil {
-		return err
-	}
-
-	userAuthErrors := func(notFound string, forbidden string) map[string]*openapi.Response {
-		return map[string]*openapi.Response{
-			"401": openapi.WithHeaders(openapi.ErrorResponse("`unauthorized`: no `Authorization: Bearer` product user token. `invalid_token`: a token that is malformed, badly signed, expired or for another audience.",
-				oaErr(apierrors.CodeUnauthorized, "a product user token is required"),
-				oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate"),
-			"403": {
-				Description: "`invalid_token_type`: an OAuth access token instead of a product user token.\n\n`insufficient_scope`: " + forbidden,
-				Headers:     map[string]*openapi.Header{"WWW-Authenticate": openapi.HeaderRef("ScopeChallenge")},
-				Content: openapi.ErrorResponse("",
-					oaErr(apierrors.CodeInvalidTokenType, "app registration takes a product user token, not an OAuth access token"),
-					oaErr(apierrors.CodeInsufficientScope, "only an admin of the organization may manage its apps")).Content,
-			},
-			"404": openapi.ErrorResponse("`not_found`: "+notFound, oaErr(apierrors.CodeNotFound, "no such organization")),
-			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
-			"500": b.shared("ServerError", openapi.ServerErrorResponse),
-		}
-	}
-	userSecurity := []openapi.SecurityRequirement{{schemeUserToken: {}}}
-
-	register := userAuthErrors("the user is no member of the organization (its existence is not revealed).", "the user is a member of the organization but not an admin.")
-	register["201"] = openapi.WithHeaders(&openapi.Response{
-		Description: "The app, with its client secret: shown this once.",
-		Headers: map[string]*openapi.Header{"Location": {Description: "The app's path: `" + oauthPathApps + "/{client_id}`.", Required: true,
-			Schema: &openapi.Schema{Type: "string", Format: "uri-reference"}}},
-		Content: openapi.JSON(openapi.SchemaRef("AppResponse")),
-	}, "Cache-Control")
-	register["400"] = openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, a body with unknown fields, no organization, name or scope, a malformed scope, a redirect URI that is not https, http on a loopback host or a private-use scheme, or that has a fragment, or a branch of another organization.",
-		oaErr(apierrors.CodeInvalidRequest, "at least one scope is required"))
-	if err := b.addPath(oauthPathApps, &openapi.PathItem{Post: &openapi.Operation{
-		Tags: []string{tagOAuth}, Summary: "Register an app", OperationID: "registerApp",
-		Description: "Registers an OAuth app of an organization. Takes the product user token of an admin of that organization. The client secret is shown once in the response and stored only as a hash.",
-		RequestBody: &openapi.RequestBody{Description: "The app.", Required: true, Content: openapi.JSON(openapi.SchemaRef("AppRegistration"))},
-		Responses:   register,
-		Security:    userSecurity,
-	}}); err != nil {
-		return err
-	}
-
-	rotate := userAuthErrors("no app has this client id, or the user is no member of its organization.", "the user is a member of the app's organization but not an admin.")
-	rotate["200"] = openapi.WithHeaders(&openapi.Response{Description: "The new secret, shown this once; the old one stops working at once.", Content: openapi.JSON(openapi.SchemaRef("SecretRotation"))}, "Cache-Control")
-	rotate["400"] = openapi.ErrorResponse("`invalid_request`: a body that is not a JSON object of the documented fields.",
-		oaErr(apierrors.CodeInvalidRequest, "the body must be a JSON object of the documented fields"))
-	if err := b.addPath(oauthPathApps+"/{client_id}/rotate-secret", &openapi.PathItem{
-		Parameters: []*openapi.Parameter{{Name: "client_id", In: "path", Required: true, Description: "The app's client id.", Schema: &openapi.Schema{Type: "string"}}},
-		Post: &openapi.Operation{
-			Tags: []string{tagOAuth}, Summary: "Rotate an app's client secret", OperationID: "rotateAppSecret",
-			Description: "Gives the app a new client secret. Takes the product user token of an admin of the app's organization. " +
-				"With `revoke_tokens`, also revokes the app's refresh tokens and authorization-code access tokens; its client-credentials access tokens stay valid until they expire (at most an hour), as the answer says.",
-			RequestBody: &openapi.RequestBody{Description: "Optional.", Content: openapi.JSON(openapi.SchemaRef("SecretRotationRequest"))},
-			Responses:   rotate,
-			Security:    userSecurity,
-		},
-	}); err != nil {
-		return err
-	}
-
-	clientErrors := func(oaSuccess *openapi.Response) map[string]*openapi.Response {
-		return map[string]*openapi.Response{
-			"200": oaSuccess,
-			"400": openapi.ErrorResponse("`invalid_request`: no `token`, a repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.",
-				oaErr(apierrors.CodeInvalidRequest, "token is required")),
-			"401": b.shared("InvalidClient", oaInvalidClient),
-			"413": tooLarge,
-			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
-			"500": b.shared("ServerError", openapi.ServerErrorResponse),
-		}
-	}
-	revokeResponses := clientErrors(openapi.WithHeaders(&openapi.Response{Description: "Revoked, or an unknown or expired token. No body."}, "Cache-Control"))
-	revokeResponses["400"] = openapi.ErrorResponse("`unsupported_token_type`: a client-credentials access token or a product user token, which cannot be revoked. "+
-		"`unauthorized_client`: a token issued to another client. `invalid_request`: no `token`, a repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.",
-		oaErr(apierrors.CodeUnsupportedTokenType, "a client-credentials access token cannot be revoked; it stays valid until it expires at 2026-01-01T12:00:00Z"),
-		oaErr(apierrors.CodeUnauthorizedClient, "the token was issued to another client"),
-		oaErr(apierrors.CodeInvalidRequest, "token is required"))
-	if err := b.addPath(oauthPathRevoke, &openapi.PathItem{Post: &openapi.Operation{
-		Tags: []string{tagOAuth}, Summary: "Revoke a token", OperationID: "revokeToken",
-		Description: "RFC 7009 revocation. A refresh token of the authenticated client, or an authorization-code access token of it, is revoked with its whole family: " +
-			"every refresh token of that authorization and every access token issued from them, which fail at once. " +
-			"A client-credentials access token cannot be revoked (it stays valid until it expires): 400 `unsupported_token_type`. A token of another client: 400 `unauthorized_client`. " +
-			"An unknown or expired token is answered 200: there is nothing to revoke (RFC 7009 section 2.2).",
-		RequestBody: openapi.FormOrJSON("The token to revoke.", "TokenRevocationRequest"),
-		Responses:   revokeResponses,
-		Security:    oaClientAuth(),
-	}}); err != nil {
-		return err
-	}
-	if err := b.addPath(oauthPathIntrospect, &openapi.PathItem{Post: &openapi.Operation{
-		Tags: []string{tagOAuth}, Summary: "Introspect a token", OperationID: "introspectToken",
-		Description: "RFC 7662 introspection for resource servers: an authenticated client asks whether an access or refresh token is active, and what it grants.",
-		RequestBody: openapi.FormOrJSON("The token to describe.", "TokenIntrospectionRequest"),
-		Responses:   clientErrors(oaTokenSuccess("The token's state. `active` false for an unknown, expired, spent or revoked token, and for a product user token.", "TokenIntrospection")),
-		Security:    oaClientAuth(),
-	}}); err != nil {
-		return err
-	}
-
-	if err := b.addPath(oauthPathMetadata, &openapi.PathItem{Get: &openapi.Operation{
-		Tags: []string{tagOAuth}, Summary: "Get the authorization server metadata", OperationID: "getAuthorizationServerMetadata",
-		Description: "RFC 8414 metadata, so that standard clients configure themselves.",
-		Responses: map[string]*openapi.Response{
-			"200": {Description: "The metadata.", Content: openapi.JSON(openapi.SchemaRef("AuthorizationServerMetadata"))},
-			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
-			"500": b.shared("ServerError", openapi.ServerErrorResponse),
-		},
-		Security: []openapi.SecurityRequirement{},
-	}}); err != nil {
-		return err
-	}
-
-	redirect := func(description string) *openapi.Header {
-		return &openapi.Header{Description: description, Required: true, Schema: &openapi.Schema{Type: "string", Format: "uri-reference"}}
-	}
-	html := map[string]*openapi.MediaType{"text/html": {Schema: &openapi.Schema{Type: "string"}}}
-	return b.addPath(oauthPathAuthorize, &openapi.PathItem{Get: &openapi.Operation{
-		Tags: []string{tagOAuth}, Summary: "Start an authorization (browser)", OperationID: "authorize",
-		Description: "The authorization endpoint (RFC 6749 section 4.1.1 with PKCE, RFC 7636), for a browser, not an API client. " +
-			"A valid request from a signed-in user gets the consent page, where the user picks the organization and approves or denies; one without a session is sent to the sign-in page first. " +
-			"Approval redirects to `redirect_uri` with `code`, `state` and `iss`; denial with `error=access_denied`. " +
-			"An unknown client or a redirect URI that does not match exactly gets an error page, never a redirect; every other error redirects with `error`, `error_description` and `state`.",
-		Parameters: []*openapi.Parameter{
-			{Name: "client_id", In: "query", Required: true, Description: "The app's client id.", Schema: &openapi.Schema{Type: "string"}},
-			{Name: "redirect_uri", In: "query", Required: true, Description: "One of the app's redirect URIs, exactly.", Schema: &openapi.Schema{Type: "string", Format: "uri"}},
-			{Name: "response_type", In: "query", Required: true, Description: "`code`.", Schema: &openapi.Schema{Type: "string", Enum: []any{"code"}}},
-			{Name: "code_challenge", In: "query", Required: true, Description: "The base64url SHA-256 of the PKCE verifier (43 characters).", Schema: &openapi.Schema{Type: "string", Pattern: `^[A-Za-z0-9_-]{43}$`}},
-			{Name: "code_challenge_method", In: "query", Required: true, Description: "`S256`; `plain` is refused.", Schema: &openapi.Schema{Type: "string", Enum: []any{"S256"}}},
-			{Name: "scope", In: "query", Required: true, Description: "Space-separated scopes, a subset of the app's.", Schema: &openapi.Schema{Type: "string"}},
-			{Name: "state", In: "query", Description: "Opaque; returned with the redirect.", Schema: &openapi.Schema{Type: "string"}},
-		},
-		Responses: map[string]*openapi.Response{
-			"200": {Description: "The consent page.", Content: html},
-			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`.", Headers: map[string]*openapi.Header{"Location": redirect("`redirect_uri` with the error parameters.")}},
-			"303": {Description: "No session: to the sign-in page, which returns here.", Headers: map[string]*openapi.Header{"Location": redirect("The sign-in page.")}},
-			"400": {Description: "An error page: an unknown `client_id`, or a `redirect_uri` that is missing or not registered.", Content: html},
-			"500": {Description: "An error page: the server failed.", Content: html},
-		},
-		Security: []openapi.SecurityRequirement{},
-	}})
 }
