@@ -27,6 +27,10 @@
 //		Families: store} // refuse the tokens of revoked authorizations at once
 //	claims, err := v.Verify(ctx, bearerToken) // 401 invalid_token on any failure
 //
+// Server.OpenAPI describes the endpoints, as they are set up, as an OpenAPI
+// 3.1 section (package openapi) that the host merges into the document it
+// serves (resource.OpenAPIInfo.Sections does).
+//
 // Revocation ends authorizations: a refresh token, or an authorization-code
 // access token, revokes its whole family, which every bearer.Verifier with
 // Families refuses from then on; a client-credentials access token cannot

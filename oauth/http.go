@@ -152,7 +152,8 @@ func (s *Server) Mount(mux *http.ServeMux) {
 //
 //	mux.Handle("POST /v1/oauth/token", srv.ClientCredentialsHandler())
 //
-// It does not check the method.
+// It does not check the method. OpenAPIClientCredentials describes it for
+// the host's OpenAPI document.
 func (s *Server) ClientCredentialsHandler() http.Handler {
 	return s.handleToken(clientCredentialsOnly)
 }
