@@ -64,7 +64,7 @@ type Server struct {
 	SecureCookies bool
 	// Paths are where Mount and Handler serve the endpoints; a zero field
 	// means its default, so the zero Paths is the Path constants (see
-	// Paths for what follows them).
+	// Paths for what follows them). Set them before Mount.
 	Paths Paths
 	// ScopesSupported, when not empty, is listed as scopes_supported in
 	// the authorization server metadata: the scopes of the resource
