@@ -67,7 +67,10 @@ func runOpenAPI(args []string, getenv func(string) string, stdout io.Writer) err
 	if err := api.Register(resources()...); err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}
-	info, err := openAPIInfo(newOAuthServer(nil, nil, nil, *issuer))
+	// The token service as serve sets it up (newOAuthServer), without what
+	// the document does not depend on: keys, store, directory.
+	tokens := &oauth.Server{Issuer: *issuer, ScopesSupported: knownScopes()}
+	info, err := openAPIInfo(tokens)
 	if err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}
