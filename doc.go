@@ -32,7 +32,10 @@
 //   - resource is a declarative registry of resources (fields, create and
 //     update whitelists, filter and sort whitelists, scope type, scopes,
 //     hooks) with generic list, get, create, update and delete handlers over
-//     database/sql-style stores.
+//     database/sql-style stores, and the OpenAPI document of its API.
+//   - openapi holds the shapes of an OpenAPI 3.1 document and merges
+//     sections: oauth describes its endpoints in them, and resource merges
+//     that description into its document. It imports nothing of the module.
 //   - examples/ holds small runnable programs: the filter parser alone in a
 //     plain API (filteronly), the middleware and a resource in an existing
 //     net/http or chi service (existingservice), a resource with its own hook

@@ -62,7 +62,7 @@ func TestBrowserConsentFlow(t *testing.T) {
 	request := func(state string) string {
 		req := validRequest()
 		req.ClientID, req.RedirectURI, req.State = "client-browser", redirectURI, state
-		return f.http.URL + authorizeURL(req)
+		return f.http.URL + defaultPaths.authorizeURL(req)
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -23,11 +23,14 @@ import (
 // authorization endpoint, the product sign-in page and the consent page, as
 // plain server-rendered HTML that works without JavaScript.
 //
-//	GET  /auth/v1/oauth/authorize  check the request; no session: 303 to the login page;
-//	                               session: the consent page
-//	GET  /auth/v1/login            the sign-in form
-//	POST /auth/v1/login            sign in, set the session cookie, 303 back to authorize
-//	POST /auth/v1/oauth/consent    approve (code) or deny (access_denied), back to the app
+//	GET  Paths.Authorize  check the request; no session: 303 to the login page;
+//	                      session: the consent page
+//	GET  Paths.Login      the sign-in form
+//	POST Paths.Login      sign in, set the session cookie, 303 back to authorize
+//	POST Paths.Consent    approve (code) or deny (access_denied), back to the app
+//
+// (by default /auth/v1/oauth/authorize, /auth/v1/login and
+// /auth/v1/oauth/consent).
 //
 // Decisions:
 //
@@ -44,8 +47,9 @@ import (
 //     derived from the current signing key. Rotating the signing key thus
 //     signs every browser out; nothing needs storing. It is HttpOnly,
 //     SameSite=Lax (the app sends the browser to /authorize from another
-//     site, a top-level GET that Lax still carries), scoped to /auth/v1/,
-//     and Secure when Server.SecureCookies is set.
+//     site, a top-level GET that Lax still carries), scoped to the longest
+//     directory that holds the three paths above (/auth/v1/ by default), and
+//     Secure when Server.SecureCookies is set.
 //   - CSRF: the consent form's token is an HMAC of the session's nonce. The
 //     login form has no session yet, so it uses a double-submit cookie: a
 //     random waybill_csrf cookie whose HMAC is the hidden field. Tokens are
@@ -78,7 +82,6 @@ import (
 const (
 	sessionCookieName   = "waybill_session"
 	loginCSRFCookieName = "waybill_csrf"
-	sessionCookiePath   = "/auth/v1/"
 	sessionTTL          = 12 * time.Hour
 )
 
@@ -99,16 +102,16 @@ var templateFS embed.FS
 var pages = template.Must(template.ParseFS(templateFS, "templates/*.html"))
 
 // mountConsent registers the browser side of the authorization-code flow
-// on mux: the authorization endpoint, the sign-in page and the consent
-// form's target.
-func (s *Server) mountConsent(mux *http.ServeMux) {
-	mux.HandleFunc("GET "+PathAuthorize, s.handleAuthorize)
-	mux.HandleFunc("GET "+PathLogin, s.handleLogin)
-	mux.HandleFunc("POST "+PathLogin, s.handleLogin)
-	mux.HandleFunc("POST "+PathConsent, s.handleConsent)
+// on mux at p: the authorization endpoint, the sign-in page and the
+// consent form's target.
+func (s *Server) mountConsent(mux *http.ServeMux, p Paths) {
+	mux.HandleFunc("GET "+p.Authorize, s.handleAuthorize)
+	mux.HandleFunc("GET "+p.Login, s.handleLogin)
+	mux.HandleFunc("POST "+p.Login, s.handleLogin)
+	mux.HandleFunc("POST "+p.Consent, s.handleConsent)
 }
 
-// handleAuthorize is GET /auth/v1/oauth/authorize (RFC 6749 section 4.1.1
+// handleAuthorize is GET Paths.Authorize (RFC 6749 section 4.1.1
 // with PKCE). A valid request from a signed-in browser gets the consent
 // page; one without a session goes to the sign-in page first, and comes
 // back here after it.
@@ -121,16 +124,18 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	}
 	sess, ok := s.sessionFrom(r)
 	if !ok {
-		s.redirectLocal(w, loginURL(authorizeURL(req)))
+		p := s.paths()
+		s.redirectLocal(w, p.loginURL(p.authorizeURL(req)))
 		return
 	}
 	s.renderConsent(w, r, app, req, scopes, sess)
 }
 
-// handleLogin is GET and POST /auth/v1/login, the product sign-in form.
+// handleLogin is GET and POST Paths.Login, the product sign-in form.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	p := s.paths()
 	if r.Method != http.MethodPost {
-		ret, _ := localAuthorizeURL(r.URL.Query().Get(fieldReturn))
+		ret, _ := p.localAuthorizeURL(r.URL.Query().Get(fieldReturn))
 		s.renderLogin(w, r, http.StatusOK, ret, "", "")
 		return
 	}
@@ -138,12 +143,12 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	ret, _ := localAuthorizeURL(form.Get(fieldReturn))
+	ret, _ := p.localAuthorizeURL(form.Get(fieldReturn))
 	if !s.loginCSRFValid(r, form.Get(fieldCSRF)) {
 		s.renderMessage(w, r, http.StatusForbidden, message{
 			Title:    "Your sign-in form has expired",
 			Text:     "The form could not be verified: it may be too old, or this browser may not keep cookies for this site. Load the sign-in page again and try once more.",
-			Link:     loginURL(ret),
+			Link:     p.loginURL(ret),
 			LinkText: "Back to sign-in",
 		})
 		return
@@ -174,7 +179,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// handleConsent is POST /auth/v1/oauth/consent, the consent form's target.
+// handleConsent is POST Paths.Consent, the consent form's target.
 // It trusts nothing of the form but the user's choice: the session and the
 // CSRF token are checked, the authorization request is checked again, and
 // the organization must be one of the user's.
@@ -184,12 +189,13 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := authorizationRequestFrom(form)
+	p := s.paths()
 	sess, ok := s.sessionFrom(r)
 	if !ok {
 		s.renderMessage(w, r, http.StatusForbidden, message{
 			Title:    "You are no longer signed in",
 			Text:     "Your sign-in has expired, so this answer was not sent. Sign in again to continue.",
-			Link:     loginURL(authorizeURL(req)),
+			Link:     p.loginURL(p.authorizeURL(req)),
 			LinkText: "Sign in again",
 		})
 		return
@@ -198,7 +204,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.renderMessage(w, r, http.StatusForbidden, message{
 			Title:    "This page has expired",
 			Text:     "The consent form could not be verified, so nothing was sent to the application. Go back to the application and start again.",
-			Link:     authorizeURL(req),
+			Link:     p.authorizeURL(req),
 			LinkText: "Show the request again",
 		})
 		return
@@ -226,7 +232,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 			s.renderMessage(w, r, http.StatusBadRequest, message{
 				Title:    "Choose an organization",
 				Text:     "Choose the organization to give access to, then approve again. Nothing was sent to the application.",
-				Link:     authorizeURL(req),
+				Link:     p.authorizeURL(req),
 				LinkText: "Show the request again",
 			})
 			return
@@ -235,7 +241,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 			s.renderMessage(w, r, http.StatusBadRequest, message{
 				Title:    "Choose one of your organizations",
 				Text:     "The organization in this answer is not one you belong to, so nothing was sent to the application.",
-				Link:     authorizeURL(req),
+				Link:     p.authorizeURL(req),
 				LinkText: "Show the request again",
 			})
 			return
@@ -252,7 +258,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.renderMessage(w, r, http.StatusBadRequest, message{
 			Title:    "Approve or deny",
 			Text:     "The answer was neither Approve nor Deny, so nothing was sent to the application.",
-			Link:     authorizeURL(req),
+			Link:     p.authorizeURL(req),
 			LinkText: "Show the request again",
 		})
 	}
@@ -365,17 +371,17 @@ func (s *Server) failurePage(w http.ResponseWriter, r *http.Request, e *apierror
 
 // authorizeURL is the local URL of the authorization endpoint for req:
 // where the sign-in page sends the browser back to.
-func authorizeURL(req AuthorizationRequest) string {
-	return PathAuthorize + "?" + req.values().Encode()
+func (p Paths) authorizeURL(req AuthorizationRequest) string {
+	return p.Authorize + "?" + req.values().Encode()
 }
 
 // loginURL is the sign-in page's URL, coming back to ret when it is not
 // empty.
-func loginURL(ret string) string {
+func (p Paths) loginURL(ret string) string {
 	if ret == "" {
-		return PathLogin
+		return p.Login
 	}
-	return PathLogin + "?" + url.Values{fieldReturn: {ret}}.Encode()
+	return p.Login + "?" + url.Values{fieldReturn: {ret}}.Encode()
 }
 
 // localAuthorizeURL returns the URL to go back to after sign-in: raw when
@@ -384,8 +390,8 @@ func loginURL(ret string) string {
 // false for anything else, an absolute URL, "//host/...", "/\host" or
 // another path included. This is what keeps the sign-in page from being an
 // open redirect.
-func localAuthorizeURL(raw string) (string, bool) {
-	rest, ok := strings.CutPrefix(raw, PathAuthorize)
+func (p Paths) localAuthorizeURL(raw string) (string, bool) {
+	rest, ok := strings.CutPrefix(raw, p.Authorize)
 	if !ok || (rest != "" && rest[0] != '?') {
 		return "", false
 	}
@@ -393,7 +399,7 @@ func localAuthorizeURL(raw string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return authorizeURL(authorizationRequestFrom(q)), true
+	return p.authorizeURL(authorizationRequestFrom(q)), true
 }
 
 // session is a signed-in browser, carried in the session cookie.
@@ -467,10 +473,17 @@ func (s *Server) sessionFrom(r *http.Request) (session, bool) {
 // setSession sets the session cookie.
 func (s *Server) setSession(w http.ResponseWriter, sess session) {
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookieName, Value: s.sealSession(sess), Path: sessionCookiePath,
+		Name: sessionCookieName, Value: s.sealSession(sess), Path: s.sessionCookiePath(),
 		MaxAge: int(sessionTTL / time.Second), HttpOnly: true, Secure: s.SecureCookies,
 		SameSite: http.SameSiteLaxMode,
 	})
+}
+
+// sessionCookiePath is the path of the session cookie: the longest
+// directory that holds the pages of the browser flow, which read it.
+func (s *Server) sessionCookiePath() string {
+	p := s.paths()
+	return cookiePath(p.Authorize, p.Login, p.Consent)
 }
 
 // consentCSRF is the consent form's CSRF token for sess.
@@ -493,7 +506,7 @@ func (s *Server) loginCSRFCookie(w http.ResponseWriter, r *http.Request) string 
 	}
 	v := NewSecret()
 	http.SetCookie(w, &http.Cookie{
-		Name: loginCSRFCookieName, Value: v, Path: PathLogin,
+		Name: loginCSRFCookieName, Value: v, Path: s.paths().Login,
 		HttpOnly: true, Secure: s.SecureCookies, SameSite: http.SameSiteLaxMode,
 	})
 	return v
@@ -512,6 +525,8 @@ func (s *Server) loginCSRFValid(r *http.Request, token string) bool {
 // loginPage is the data of login.html.
 type loginPage struct {
 	Title string
+	// Action is the form's target, the sign-in page itself.
+	Action string
 	// AppName is the app the user signs in for, when the return URL names one.
 	AppName string
 	Email   string
@@ -525,11 +540,12 @@ type loginPage struct {
 // page names the app, and its redirect origin joins form-action: the
 // browser may end on it if the request fails after sign-in.
 func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int, ret, email, problem string) {
-	page := loginPage{Title: "Sign in", Email: email, Error: problem, Return: ret}
+	p := s.paths()
+	page := loginPage{Title: "Sign in", Action: p.Login, Email: email, Error: problem, Return: ret}
 	page.CSRF = s.loginCSRF(s.loginCSRFCookie(w, r))
 	formAction := []string{"'self'"}
 	if ret != "" {
-		q, _ := url.ParseQuery(strings.TrimPrefix(ret, PathAuthorize+"?")) // rebuilt by localAuthorizeURL
+		q, _ := url.ParseQuery(strings.TrimPrefix(ret, p.Authorize+"?")) // rebuilt by localAuthorizeURL
 		req := authorizationRequestFrom(q)
 		if app, _, _ := s.CheckAuthorization(r.Context(), req); app != nil {
 			page.AppName = app.Name
@@ -541,7 +557,9 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int,
 
 // consentPage is the data of consent.html.
 type consentPage struct {
-	Title   string
+	Title string
+	// Action is the form's target, Paths.Consent.
+	Action  string
 	AppName string
 	Email   string
 	// SwitchUser is the sign-in page, coming back to this request.
@@ -579,9 +597,10 @@ func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, app *App,
 	if describe == nil {
 		describe = DescribeScope
 	}
+	p := s.paths()
 	page := consentPage{
-		Title: "Allow " + app.Name, AppName: app.Name, Email: sess.Email,
-		SwitchUser: loginURL(authorizeURL(req)), RedirectHost: redirectHost(req.RedirectURI),
+		Title: "Allow " + app.Name, Action: p.Consent, AppName: app.Name, Email: sess.Email,
+		SwitchUser: p.loginURL(p.authorizeURL(req)), RedirectHost: redirectHost(req.RedirectURI),
 		Organizations: memberships, CSRF: s.consentCSRF(sess),
 	}
 	if len(memberships) == 0 {

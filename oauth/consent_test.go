@@ -269,7 +269,7 @@ func newConsentFixture(t *testing.T, configure ...func(*Server)) *consentFixture
 		c(f.srv)
 	}
 	f.mux = http.NewServeMux()
-	f.srv.mountConsent(f.mux)
+	f.srv.mountConsent(f.mux, f.srv.paths())
 	f.http = httptest.NewServer(f.mux)
 	t.Cleanup(f.http.Close)
 	return f
@@ -286,6 +286,9 @@ func (f *consentFixture) client(t *testing.T) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
+
+// defaultPaths are the paths of a Server whose Paths are zero.
+var defaultPaths = Paths{}.WithDefaults()
 
 // validRequest is an authorization request that CheckAuthorization
 // accepts.
@@ -356,7 +359,7 @@ func csrfOf(t *testing.T, p page) string {
 // signIn signs c in through the login form, coming back to ret.
 func (f *consentFixture) signIn(t *testing.T, c *http.Client, email, password, ret string) page {
 	t.Helper()
-	form := f.get(t, c, loginURL(ret))
+	form := f.get(t, c, defaultPaths.loginURL(ret))
 	require.Equal(t, http.StatusOK, form.StatusCode)
 	return f.post(t, c, PathLogin, url.Values{
 		"csrf_token": {csrfOf(t, form)}, "email": {email}, "password": {password}, "return": {ret},
@@ -367,10 +370,10 @@ func (f *consentFixture) signIn(t *testing.T, c *http.Client, email, password, r
 // consent page's form for req, as the browser would post it.
 func (f *consentFixture) consentForm(t *testing.T, c *http.Client, req AuthorizationRequest) url.Values {
 	t.Helper()
-	p := f.get(t, c, authorizeURL(req))
+	p := f.get(t, c, defaultPaths.authorizeURL(req))
 	if p.StatusCode == http.StatusSeeOther {
-		f.signIn(t, c, "alice@example.com", consentPassword, authorizeURL(req))
-		p = f.get(t, c, authorizeURL(req))
+		f.signIn(t, c, "alice@example.com", consentPassword, defaultPaths.authorizeURL(req))
+		p = f.get(t, c, defaultPaths.authorizeURL(req))
 	}
 	require.Equal(t, http.StatusOK, p.StatusCode, p.body)
 	form := req.values()
@@ -405,7 +408,7 @@ func TestAuthorizeErrorPage(t *testing.T) {
 			f := newConsentFixture(t)
 			req := validRequest()
 			tt.change(&req)
-			p := f.get(t, f.client(t), authorizeURL(req))
+			p := f.get(t, f.client(t), defaultPaths.authorizeURL(req))
 			assert.Equal(t, http.StatusBadRequest, p.StatusCode)
 			assert.Empty(t, p.Header.Get("Location"))
 			assert.Equal(t, "text/html; charset=utf-8", p.Header.Get("Content-Type"))
@@ -439,7 +442,7 @@ func TestAuthorizeErrorRedirect(t *testing.T) {
 			f := newConsentFixture(t)
 			req := validRequest()
 			tt.change(&req)
-			p := f.get(t, f.client(t), authorizeURL(req))
+			p := f.get(t, f.client(t), defaultPaths.authorizeURL(req))
 			require.Equal(t, http.StatusFound, p.StatusCode, p.body)
 			loc := p.location(t)
 			assert.Equal(t, consentRedirect, loc.Scheme+"://"+loc.Host+loc.Path)
@@ -457,7 +460,7 @@ func TestAuthorizeErrorRedirect(t *testing.T) {
 		f := newConsentFixture(t)
 		req := validRequest()
 		req.RedirectURI, req.ResponseType = consentRedirectQuery, "token"
-		p := f.get(t, f.client(t), authorizeURL(req))
+		p := f.get(t, f.client(t), defaultPaths.authorizeURL(req))
 		require.Equal(t, http.StatusFound, p.StatusCode)
 		loc := p.Header.Get("Location")
 		assert.True(t, strings.HasPrefix(loc, consentRedirectQuery+"&"), loc)
@@ -471,7 +474,7 @@ func TestAuthorizeErrorRedirect(t *testing.T) {
 		f := newConsentFixture(t)
 		req := validRequest()
 		req.State, req.Scope = "", "svc:nothing:read"
-		p := f.get(t, f.client(t), authorizeURL(req))
+		p := f.get(t, f.client(t), defaultPaths.authorizeURL(req))
 		require.Equal(t, http.StatusFound, p.StatusCode)
 		q := p.location(t).Query()
 		assert.Equal(t, "invalid_scope", q.Get("error"))
@@ -482,13 +485,13 @@ func TestAuthorizeErrorRedirect(t *testing.T) {
 func TestAuthorizeLoginRedirect(t *testing.T) {
 	f := newConsentFixture(t)
 	req := validRequest()
-	p := f.get(t, f.client(t), authorizeURL(req)+"&unknown=ignored")
+	p := f.get(t, f.client(t), defaultPaths.authorizeURL(req)+"&unknown=ignored")
 	require.Equal(t, http.StatusSeeOther, p.StatusCode)
 	loc, err := url.Parse(p.Header.Get("Location"))
 	require.NoError(t, err)
 	assert.Equal(t, PathLogin, loc.Path)
 	assert.Empty(t, loc.Host, "a local redirect")
-	assert.Equal(t, authorizeURL(req), loc.Query().Get("return"), "the request comes back, without unknown parameters")
+	assert.Equal(t, defaultPaths.authorizeURL(req), loc.Query().Get("return"), "the request comes back, without unknown parameters")
 
 	login := f.get(t, f.client(t), loc.String())
 	require.Equal(t, http.StatusOK, login.StatusCode)
@@ -496,7 +499,7 @@ func TestAuthorizeLoginRedirect(t *testing.T) {
 	assert.Contains(t, login.body, `<label for="password">Password</label>`)
 	assert.Contains(t, login.body, `>Sign in</button>`)
 	assert.Contains(t, login.body, "to continue to <strong>Route Planner</strong>")
-	assert.Equal(t, authorizeURL(req), fieldOf(t, login, "return"))
+	assert.Equal(t, defaultPaths.authorizeURL(req), fieldOf(t, login, "return"))
 	assert.Contains(t, login.Header.Get("Content-Security-Policy"), "form-action 'self' https://app.example;")
 	csrf := login.Header.Values("Set-Cookie")
 	require.Len(t, csrf, 1)
@@ -513,7 +516,7 @@ func TestLoginWrongCredentials(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newConsentFixture(t)
 			c := f.client(t)
-			ret := authorizeURL(validRequest())
+			ret := defaultPaths.authorizeURL(validRequest())
 			p := f.signIn(t, c, tt.email, tt.password, ret)
 			assert.Equal(t, http.StatusUnauthorized, p.StatusCode)
 			assert.Empty(t, p.Header.Get("Location"))
@@ -572,7 +575,7 @@ func TestLoginCSRF(t *testing.T) {
 }
 
 func TestLoginReturn(t *testing.T) {
-	authorize := authorizeURL(validRequest())
+	authorize := defaultPaths.authorizeURL(validRequest())
 	tests := []struct {
 		name, ret string
 		want      string // Location after sign-in; "" for the signed-in page
@@ -593,7 +596,7 @@ func TestLoginReturn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newConsentFixture(t)
 			c := f.client(t)
-			login := f.get(t, c, loginURL(tt.ret))
+			login := f.get(t, c, defaultPaths.loginURL(tt.ret))
 			if tt.want == "" {
 				assert.NotContains(t, login.body, `name="return"`, "an unsafe return is not carried")
 			}
@@ -674,7 +677,7 @@ func TestConsentSessionTampered(t *testing.T) {
 			_, ok := f.srv.openSession(tt.value)
 			assert.Equal(t, tt.valid, ok)
 
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.http.URL+authorizeURL(validRequest()), nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.http.URL+defaultPaths.authorizeURL(validRequest()), nil)
 			require.NoError(t, err)
 			req.AddCookie(&http.Cookie{Name: sessionCookieName, Value: tt.value})
 			resp, err := f.client(t).Do(req)
@@ -693,9 +696,9 @@ func TestConsentSessionTampered(t *testing.T) {
 		f := newConsentFixture(t)
 		c := f.client(t)
 		f.signIn(t, c, "alice@example.com", consentPassword, "")
-		assert.Equal(t, http.StatusOK, f.get(t, c, authorizeURL(validRequest())).StatusCode)
+		assert.Equal(t, http.StatusOK, f.get(t, c, defaultPaths.authorizeURL(validRequest())).StatusCode)
 		f.clock.Advance(12*time.Hour + time.Second)
-		assert.Equal(t, http.StatusSeeOther, f.get(t, c, authorizeURL(validRequest())).StatusCode)
+		assert.Equal(t, http.StatusSeeOther, f.get(t, c, defaultPaths.authorizeURL(validRequest())).StatusCode)
 	})
 }
 
@@ -714,8 +717,8 @@ func TestConsentPage(t *testing.T) {
 	c := f.client(t)
 	req := validRequest()
 	req.Scope = "svc:orders:read svc:shipments:write custom.scope"
-	f.signIn(t, c, "alice@example.com", consentPassword, authorizeURL(req))
-	p := f.get(t, c, authorizeURL(req))
+	f.signIn(t, c, "alice@example.com", consentPassword, defaultPaths.authorizeURL(req))
+	p := f.get(t, c, defaultPaths.authorizeURL(req))
 	require.Equal(t, http.StatusOK, p.StatusCode, p.body)
 
 	for _, want := range []string{
@@ -752,7 +755,7 @@ func TestConsentPage(t *testing.T) {
 	t.Run("one organization is chosen in advance", func(t *testing.T) {
 		c := f.client(t)
 		f.signIn(t, c, "carol@example.com", consentPassword, "")
-		p := f.get(t, c, authorizeURL(req))
+		p := f.get(t, c, defaultPaths.authorizeURL(req))
 		assert.NotContains(t, p.body, "Choose an organization")
 		assert.Contains(t, p.body, `<option value="org-globex">Globex Freight</option>`)
 		assert.NotContains(t, p.body, "Acme")
@@ -761,13 +764,13 @@ func TestConsentPage(t *testing.T) {
 		f := newConsentFixture(t, func(s *Server) { s.DescribeScope = func(s string) string { return "Do " + s } })
 		c := f.client(t)
 		f.signIn(t, c, "alice@example.com", consentPassword, "")
-		p := f.get(t, c, authorizeURL(req))
+		p := f.get(t, c, defaultPaths.authorizeURL(req))
 		assert.Contains(t, p.body, "<span>Do svc:orders:read</span>")
 	})
 	t.Run("markup in the app name is escaped", func(t *testing.T) {
 		f.store.setAppName(consentClientID, `<img src=x onerror=alert(1)>`)
 		defer f.store.setAppName(consentClientID, consentAppName)
-		p := f.get(t, c, authorizeURL(req))
+		p := f.get(t, c, defaultPaths.authorizeURL(req))
 		assert.NotContains(t, p.body, "<img")
 		assert.Contains(t, p.body, "&lt;img src=x onerror=alert(1)&gt;")
 	})
@@ -908,8 +911,8 @@ func TestConsentNoOrganization(t *testing.T) {
 	f := newConsentFixture(t)
 	c := f.client(t)
 	req := validRequest()
-	f.signIn(t, c, "bob@example.com", consentPassword, authorizeURL(req))
-	p := f.get(t, c, authorizeURL(req))
+	f.signIn(t, c, "bob@example.com", consentPassword, defaultPaths.authorizeURL(req))
+	p := f.get(t, c, defaultPaths.authorizeURL(req))
 	require.Equal(t, http.StatusOK, p.StatusCode)
 	assert.Contains(t, p.body, "does not belong to any organization")
 	assert.NotContains(t, p.body, "<select")
@@ -938,7 +941,7 @@ func TestLoginLocalAuthorizeURL(t *testing.T) {
 		raw, want string
 		ok        bool
 	}{
-		{authorizeURL(req), authorizeURL(req), true},
+		{defaultPaths.authorizeURL(req), defaultPaths.authorizeURL(req), true},
 		{PathAuthorize, PathAuthorize + "?", true},
 		{PathAuthorize + "?client_id=a&x=y#frag", PathAuthorize + "?client_id=a", true},
 		{"", "", false},
@@ -951,7 +954,7 @@ func TestLoginLocalAuthorizeURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {
-			got, ok := localAuthorizeURL(tt.raw)
+			got, ok := defaultPaths.localAuthorizeURL(tt.raw)
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
 			if ok {

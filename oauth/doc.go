@@ -12,16 +12,24 @@
 // grants (package sqlstore keeps them in PostgreSQL or SQLite; package
 // oauthtest is the conformance suite for any other), and a Directory — the
 // host application's users and organizations, which the token service only
-// asks about. Server.Handler serves every endpoint (the Path constants) on
-// plain net/http; the Server's methods (ClientCredentials, ExchangeCode,
-// Refresh, RegisterApp, ...) serve the same to Go callers.
+// asks about. Server.Handler serves every endpoint on plain net/http, at
+// the Server's Paths (the Path constants unless the host moves them); the
+// Server's methods (ClientCredentials, ExchangeCode, Refresh, RegisterApp,
+// ...) serve the same to Go callers. The host mounts
+// ClientCredentialsHandler at any further paths that should take the
+// client-credentials grant.
 //
 //	srv := &oauth.Server{Issuer: "https://tms.example.com", Keys: keys, Store: store, Directory: users}
 //	mux.Handle("/", srv.Handler())
+//	mux.Handle("POST /v1/oauth/token", srv.ClientCredentialsHandler())
 //
 //	v := &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com",
 //		Families: store} // refuse the tokens of revoked authorizations at once
 //	claims, err := v.Verify(ctx, bearerToken) // 401 invalid_token on any failure
+//
+// Server.OpenAPI describes the endpoints, as they are set up, as an OpenAPI
+// 3.1 section (package openapi) that the host merges into the document it
+// serves (resource.OpenAPIInfo.Sections does).
 //
 // Revocation ends authorizations: a refresh token, or an authorization-code
 // access token, revokes its whole family, which every bearer.Verifier with

@@ -106,6 +106,10 @@ const (
 	memberID  = "0b000000-0000-4000-8000-0000000000a2"
 	redirect  = "https://client.test/callback"
 	appScopes = "svc:orders:read svc:orders:write svc:accounts:read"
+	// edgeTokenPath and v1TokenPath are where the test server mounts
+	// ClientCredentialsHandler, as the reference server does.
+	edgeTokenPath = "/functions/v1/oauth-token"
+	v1TokenPath   = "/v1/oauth/token"
 )
 
 type backend struct {
@@ -163,7 +167,11 @@ func newEnv(t testing.TB, b backend) *env {
 		OrganizationID: orgID, Name: "Other", Scopes: []string{"svc:orders:read"}, RedirectURIs: []string{redirect},
 	})
 	require.NoError(t, err)
-	e.http = httptest.NewServer(srv.Handler())
+	mux := http.NewServeMux()
+	srv.Mount(mux)
+	mux.Handle("POST "+edgeTokenPath, srv.ClientCredentialsHandler())
+	mux.Handle("POST "+v1TokenPath, srv.ClientCredentialsHandler())
+	e.http = httptest.NewServer(mux)
 	t.Cleanup(e.http.Close)
 	e.verifier = &bearer.Verifier{Keys: keys, Issuer: testIssuer, Families: store, Now: clk.Now}
 	return e

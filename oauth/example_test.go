@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
 	_ "modernc.org/sqlite"
@@ -108,4 +110,32 @@ func ExampleS256Challenge() {
 	// Output:
 	// E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM
 	// true
+}
+
+// A host serves the token service under paths of its own, answers the
+// client-credentials grant at one more path, and describes both.
+func ExampleServer_OpenAPI() {
+	srv := &oauth.Server{
+		Issuer: "https://tms.example.com",
+		Paths: oauth.Paths{
+			Authorize: "/oauth2/authorize", Login: "/oauth2/login", Consent: "/oauth2/consent",
+			Token: "/oauth2/token", Revoke: "/oauth2/revoke", Introspect: "/oauth2/introspect",
+		},
+		AccessTokenTTL: 15 * time.Minute,
+	}
+	mux := http.NewServeMux()
+	srv.Mount(mux)
+	mux.Handle("POST /v1/token", srv.ClientCredentialsHandler())
+
+	doc := srv.OpenAPI()
+	if err := doc.AddPath("/v1/token", srv.OpenAPIClientCredentials("requestV1Token", "Request a client-credentials token")); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(doc.Components.SecuritySchemes["oauth2"].Flows.ClientCredentials.TokenURL)
+	fmt.Println(doc.Paths["/oauth2/token"].Post.OperationID, doc.Paths["/v1/token"].Post.OperationID)
+	fmt.Println(doc.Components.Schemas["TokenResponse"].Properties[2].Name, doc.Components.Schemas["TokenResponse"].Properties[2].Schema.Examples)
+	// Output:
+	// https://tms.example.com/oauth2/token
+	// requestToken requestV1Token
+	// expires_in [900]
 }

@@ -14,43 +14,148 @@ import (
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
-// The paths the server answers.
+// The default paths of the endpoints: where the token service answers when
+// its Server.Paths leaves a field empty.
 const (
-	PathAuthorize   = "/auth/v1/oauth/authorize"
-	PathLogin       = "/auth/v1/login"
-	PathConsent     = "/auth/v1/oauth/consent"
-	PathToken       = "/auth/v1/oauth/token"
-	PathEdgeToken   = "/functions/v1/oauth-token"
-	PathV1Token     = "/v1/oauth/token"
-	PathUserToken   = "/auth/v1/token"
-	PathApps        = "/auth/v1/oauth/apps"
-	PathRevoke      = "/auth/v1/oauth/revoke"
-	PathIntrospect  = "/auth/v1/oauth/introspect"
-	PathMetadata    = "/.well-known/oauth-authorization-server"
-	maxRequestBytes = 64 << 10
+	PathAuthorize  = "/auth/v1/oauth/authorize"
+	PathLogin      = "/auth/v1/login"
+	PathConsent    = "/auth/v1/oauth/consent"
+	PathToken      = "/auth/v1/oauth/token"
+	PathUserToken  = "/auth/v1/token"
+	PathApps       = "/auth/v1/oauth/apps"
+	PathRevoke     = "/auth/v1/oauth/revoke"
+	PathIntrospect = "/auth/v1/oauth/introspect"
+	PathMetadata   = "/.well-known/oauth-authorization-server"
 )
 
-// Handler returns every endpoint of the token service on one mux. Mount it
-// at the root of the server: its paths are absolute. Wrap it, or single
-// endpoints from Mount, in rate limiting as needed.
+// maxRequestBytes is the largest body of a request to the token service.
+const maxRequestBytes = 64 << 10
+
+// Paths are the paths the token service answers, each absolute (it begins
+// with /). An empty field means the default, the Path constant of its name,
+// so the zero Paths is where the service has always been.
+//
+// The paths are used wherever the service names its endpoints: Mount
+// serves them, the RFC 8414 metadata gives them after the issuer, the
+// authorization endpoint sends a browser without a session to Login, the
+// sign-in and consent forms post to Login and Consent, and OpenAPI
+// describes them. The session cookie of the browser flow is scoped to the
+// longest directory that holds Authorize, Login and Consent ("/auth/v1/"
+// by default, "/" when they share none), and the sign-in form's CSRF
+// cookie to Login.
+//
+// Only one path per endpoint: a host that answers the client-credentials
+// grant at more paths (a product's older URLs, say) mounts
+// ClientCredentialsHandler at each.
+type Paths struct {
+	// Authorize is the authorization endpoint (GET), which the browser
+	// flow starts at.
+	Authorize string
+	// Login is the sign-in page (GET, and POST for the form).
+	Login string
+	// Consent is the target of the consent form (POST).
+	Consent string
+	// Token is the token endpoint (POST) of every grant.
+	Token string
+	// UserToken is the product user sign-in (POST ?grant_type=password).
+	UserToken string
+	// Apps is app registration (POST); Apps + "/{client_id}/rotate-secret"
+	// rotates an app's secret.
+	Apps string
+	// Revoke is RFC 7009 revocation (POST).
+	Revoke string
+	// Introspect is RFC 7662 introspection (POST).
+	Introspect string
+	// Metadata is the RFC 8414 authorization server metadata (GET).
+	Metadata string
+}
+
+// WithDefaults returns p with every empty field set to its default.
+func (p Paths) WithDefaults() Paths {
+	for _, f := range []struct {
+		path *string
+		def  string
+	}{
+		{&p.Authorize, PathAuthorize}, {&p.Login, PathLogin}, {&p.Consent, PathConsent},
+		{&p.Token, PathToken}, {&p.UserToken, PathUserToken}, {&p.Apps, PathApps},
+		{&p.Revoke, PathRevoke}, {&p.Introspect, PathIntrospect}, {&p.Metadata, PathMetadata},
+	} {
+		if *f.path == "" {
+			*f.path = f.def
+		}
+	}
+	return p
+}
+
+// Check reports the first path of p that is neither empty nor absolute.
+func (p Paths) Check() error {
+	for _, f := range []struct{ name, path string }{
+		{"Authorize", p.Authorize}, {"Login", p.Login}, {"Consent", p.Consent},
+		{"Token", p.Token}, {"UserToken", p.UserToken}, {"Apps", p.Apps},
+		{"Revoke", p.Revoke}, {"Introspect", p.Introspect}, {"Metadata", p.Metadata},
+	} {
+		if f.path != "" && !strings.HasPrefix(f.path, "/") {
+			return fmt.Errorf("oauth: Paths.%s %q is not an absolute path", f.name, f.path)
+		}
+	}
+	return nil
+}
+
+// cookiePath is the longest directory ("/auth/v1/") that holds every one
+// of paths, which are absolute.
+func cookiePath(paths ...string) string {
+	prefix := paths[0]
+	for _, p := range paths[1:] {
+		n := 0
+		for n < len(prefix) && n < len(p) && prefix[n] == p[n] {
+			n++
+		}
+		prefix = prefix[:n]
+	}
+	return prefix[:strings.LastIndexByte(prefix, '/')+1]
+}
+
+// paths returns the paths the server answers.
+func (s *Server) paths() Paths { return s.Paths.WithDefaults() }
+
+// Handler returns every endpoint of the token service on one mux, at its
+// Paths. Mount it at the root of the server: the paths are absolute. Wrap
+// it, or single endpoints from Mount, in rate limiting as needed.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.Mount(mux)
 	return mux
 }
 
-// Mount registers every endpoint of the token service on mux.
+// Mount registers every endpoint of the token service on mux, at its
+// Paths. It panics, as mux does on a bad pattern, when a path is not
+// absolute (see Paths.Check).
 func (s *Server) Mount(mux *http.ServeMux) {
-	mux.HandleFunc("POST "+PathToken, s.handleToken(allGrants))
-	mux.HandleFunc("POST "+PathEdgeToken, s.handleToken(clientCredentialsOnly))
-	mux.HandleFunc("POST "+PathV1Token, s.handleToken(clientCredentialsOnly))
-	mux.HandleFunc("POST "+PathUserToken, s.handleUserToken)
-	mux.HandleFunc("POST "+PathApps, s.handleRegisterApp)
-	mux.HandleFunc("POST "+PathApps+"/{client_id}/rotate-secret", s.handleRotateSecret)
-	mux.HandleFunc("POST "+PathRevoke, s.handleRevoke)
-	mux.HandleFunc("POST "+PathIntrospect, s.handleIntrospect)
-	mux.HandleFunc("GET "+PathMetadata, s.handleMetadata)
-	s.mountConsent(mux)
+	if err := s.Paths.Check(); err != nil {
+		panic(err)
+	}
+	p := s.paths()
+	mux.HandleFunc("POST "+p.Token, s.handleToken(allGrants))
+	mux.HandleFunc("POST "+p.UserToken, s.handleUserToken)
+	mux.HandleFunc("POST "+p.Apps, s.handleRegisterApp)
+	mux.HandleFunc("POST "+p.Apps+"/{client_id}/rotate-secret", s.handleRotateSecret)
+	mux.HandleFunc("POST "+p.Revoke, s.handleRevoke)
+	mux.HandleFunc("POST "+p.Introspect, s.handleIntrospect)
+	mux.HandleFunc("GET "+p.Metadata, s.handleMetadata)
+	s.mountConsent(mux, p)
+}
+
+// ClientCredentialsHandler returns a token endpoint that takes only
+// grant_type=client_credentials (any other grant is 400
+// unsupported_grant_type), for the host to mount for POST at paths of its
+// own beside Paths.Token: the older or edge URLs of a product, say.
+//
+//	mux.Handle("POST /v1/oauth/token", srv.ClientCredentialsHandler())
+//
+// It does not check the method. OpenAPIClientCredentials describes it for
+// the host's OpenAPI document.
+func (s *Server) ClientCredentialsHandler() http.Handler {
+	return s.handleToken(clientCredentialsOnly)
 }
 
 type grantSet int
@@ -234,7 +339,7 @@ func parseParams(ct string, body []byte) (url.Values, error) {
 }
 
 // handleUserToken is the product user sign-in: POST
-// /auth/v1/token?grant_type=password with {email, password}.
+// Paths.UserToken?grant_type=password with {email, password}.
 func (s *Server) handleUserToken(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	tok, err := s.userSignIn(r)
@@ -331,7 +436,7 @@ func NewAppResponse(app *App, secret string) AppResponse {
 	}
 }
 
-// handleRegisterApp registers an app: POST /auth/v1/oauth/apps with the
+// handleRegisterApp registers an app: POST Paths.Apps with the
 // product user token of an admin of the organization.
 func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
@@ -358,12 +463,12 @@ func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", PathApps+"/"+app.ClientID)
+	w.Header().Set("Location", s.paths().Apps+"/"+app.ClientID)
 	writeJSON(w, http.StatusCreated, NewAppResponse(app, secret))
 }
 
 // handleRotateSecret gives an app a new secret: POST
-// /auth/v1/oauth/apps/{client_id}/rotate-secret by an admin of its
+// Paths.Apps/{client_id}/rotate-secret by an admin of its
 // organization. The body is empty or the JSON object {"revoke_tokens":
 // true}, which also revokes the app's tokens (see RotateAppSecret); the
 // answer is a SecretRotation.
@@ -527,13 +632,13 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 
 // handleMetadata is the RFC 8414 authorization server metadata.
 func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
-	base := strings.TrimSuffix(s.Issuer, "/")
+	base, p := strings.TrimSuffix(s.Issuer, "/"), s.paths()
 	metadata := map[string]any{
 		"issuer":                                         s.Issuer,
-		"authorization_endpoint":                         base + PathAuthorize,
-		"token_endpoint":                                 base + PathToken,
-		"revocation_endpoint":                            base + PathRevoke,
-		"introspection_endpoint":                         base + PathIntrospect,
+		"authorization_endpoint":                         base + p.Authorize,
+		"token_endpoint":                                 base + p.Token,
+		"revocation_endpoint":                            base + p.Revoke,
+		"introspection_endpoint":                         base + p.Introspect,
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
 		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},

@@ -35,7 +35,7 @@ func TestInteropGoClient(t *testing.T) {
 			{"autodetect", oauth2.AuthStyleAutoDetect},
 		} {
 			t.Run("clientcredentials "+style.name, func(t *testing.T) {
-				for _, path := range []string{oauth.PathToken, oauth.PathEdgeToken, oauth.PathV1Token} {
+				for _, path := range []string{oauth.PathToken, edgeTokenPath, v1TokenPath} {
 					conf := clientcredentials.Config{
 						ClientID: e.app.ClientID, ClientSecret: e.secret, TokenURL: e.http.URL + path,
 						Scopes: []string{"svc:orders:read"}, AuthStyle: style.style,

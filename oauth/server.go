@@ -68,6 +68,10 @@ type Server struct {
 	// SecureCookies marks the session and CSRF cookies Secure. Set it when
 	// the issuer is https.
 	SecureCookies bool
+	// Paths are where Mount and Handler serve the endpoints; a zero field
+	// means its default, so the zero Paths is the Path constants (see
+	// Paths for what follows them). Set them before Mount.
+	Paths Paths
 	// ScopesSupported, when not empty, is listed as scopes_supported in
 	// the authorization server metadata: the scopes of the resource
 	// servers whose tokens this service issues.

@@ -32,7 +32,7 @@ func TestClientCredentials(t *testing.T) {
 		basic := &[2]string{e.app.ClientID, e.secret}
 		ccOnly := url.Values{"grant_type": {"client_credentials"}}
 
-		for _, path := range []string{oauth.PathToken, oauth.PathEdgeToken, oauth.PathV1Token} {
+		for _, path := range []string{oauth.PathToken, edgeTokenPath, v1TokenPath} {
 			for _, tc := range []struct {
 				name   string
 				form   url.Values
@@ -89,8 +89,8 @@ func TestClientCredentials(t *testing.T) {
 			{"Basic and body secret both", oauth.PathToken, body(nil), basic, "", 400, "invalid_request"},
 			{"no grant type", oauth.PathToken, url.Values{"client_id": {e.app.ClientID}, "client_secret": {e.secret}}, nil, "", 400, "invalid_request"},
 			{"unknown grant type", oauth.PathToken, url.Values{"grant_type": {"password"}, "client_id": {e.app.ClientID}, "client_secret": {e.secret}}, nil, "", 400, "unsupported_grant_type"},
-			{"code grant on the edge endpoint", oauth.PathEdgeToken, url.Values{"grant_type": {"authorization_code"}, "code": {"x"}}, basic, "", 400, "unsupported_grant_type"},
-			{"refresh grant on /v1/oauth/token", oauth.PathV1Token, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"x"}}, basic, "", 400, "unsupported_grant_type"},
+			{"code grant on the edge endpoint", edgeTokenPath, url.Values{"grant_type": {"authorization_code"}, "code": {"x"}}, basic, "", 400, "unsupported_grant_type"},
+			{"refresh grant on /v1/oauth/token", v1TokenPath, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"x"}}, basic, "", 400, "unsupported_grant_type"},
 			{"duplicate parameter", oauth.PathToken, url.Values{"grant_type": {"client_credentials", "client_credentials"}}, basic, "", 400, "invalid_request"},
 			{"text/plain body", oauth.PathToken, body(nil), nil, "text/plain", 400, "invalid_request"},
 		}

@@ -12,6 +12,14 @@ import (
 	"github.com/waybillhq/waybill/resource"
 )
 
+// The product's other token endpoints, beside the token service's own
+// (oauth.PathToken): they take only the client-credentials grant, served
+// by oauth.Server.ClientCredentialsHandler.
+const (
+	pathEdgeToken = "/functions/v1/oauth-token"
+	pathV1Token   = "/v1/oauth/token"
+)
+
 // readyTimeout bounds the database ping of the readiness probe.
 const readyTimeout = 2 * time.Second
 
@@ -53,9 +61,12 @@ type handlerOptions struct {
 func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, opts handlerOptions) http.Handler {
 	mux := http.NewServeMux()
 	tokens.Mount(mux)
+	for _, p := range []string{pathEdgeToken, pathV1Token} {
+		mux.Handle("POST "+p, tokens.ClientCredentialsHandler())
+	}
 	if api != nil {
 		api.Mount(mux)
-		mountOpenAPI(mux, api, tokens.Issuer)
+		mountOpenAPI(mux, api, tokens)
 	}
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))

@@ -7,26 +7,47 @@ import (
 	"net/http"
 	"strings"
 
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/openapi"
 	"github.com/waybillhq/waybill/resource"
 )
 
 // openAPIInfo describes the reference API for its OpenAPI document, served
-// under issuer.
-func openAPIInfo(issuer string) resource.OpenAPIInfo {
+// under the issuer of tokens, whose endpoints it describes too: those of
+// the token service (tokens.OpenAPI) and the product's other token paths.
+func openAPIInfo(tokens *oauth.Server) (resource.OpenAPIInfo, error) {
+	section := tokens.OpenAPI()
+	for _, alias := range []struct{ path, id, summary string }{
+		{pathEdgeToken, "requestEdgeFunctionToken", "Request a client-credentials token (edge function path)"},
+		{pathV1Token, "requestV1Token", "Request a client-credentials token (/v1 path)"},
+	} {
+		if err := section.AddPath(alias.path, tokens.OpenAPIClientCredentials(alias.id, alias.summary)); err != nil {
+			return resource.OpenAPIInfo{}, err
+		}
+	}
 	return resource.OpenAPIInfo{
 		Title:   "Waybill transport management API",
 		Version: "v1",
 		Description: "The API of Waybill's reference server: accounts, orders, quotations, shipments, trips, " +
 			"vehicles, invoices, pricing and the organization's reference data, per organization and branch, " +
 			"behind OAuth 2.1.",
-		ServerURL: strings.TrimSuffix(issuer, "/"),
-	}
+		ServerURL: strings.TrimSuffix(tokens.Issuer, "/"),
+		Sections:  []*openapi.Document{section},
+	}, nil
 }
 
-// mountOpenAPI serves the OpenAPI document of api at /v1/openapi.json and
-// its /api/v1 alias.
-func mountOpenAPI(mux *http.ServeMux, api *resource.Registry, issuer string) {
-	h := api.OpenAPIHandler(openAPIInfo(issuer))
+// mountOpenAPI serves the OpenAPI document of api and tokens at
+// /v1/openapi.json and its /api/v1 alias. A document that cannot be built
+// is answered 500, as resource.Registry.OpenAPIHandler answers one (the
+// openapi command and its test report why).
+func mountOpenAPI(mux *http.ServeMux, api *resource.Registry, tokens *oauth.Server) {
+	var h http.Handler
+	if info, err := openAPIInfo(tokens); err != nil {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apierrors.Write(w, r, apierrors.Internal(err)) })
+	} else {
+		h = api.OpenAPIHandler(info)
+	}
 	mux.Handle("/v1/openapi.json", h)
 	mux.Handle("/api/v1/openapi.json", h)
 }
@@ -46,7 +67,14 @@ func runOpenAPI(args []string, getenv func(string) string, stdout io.Writer) err
 	if err := api.Register(resources()...); err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}
-	doc, err := api.OpenAPI(openAPIInfo(*issuer))
+	// The token service as serve sets it up (newOAuthServer), without what
+	// the document does not depend on: keys, store, directory.
+	tokens := &oauth.Server{Issuer: *issuer, ScopesSupported: knownScopes()}
+	info, err := openAPIInfo(tokens)
+	if err != nil {
+		return fmt.Errorf("openapi: %w", err)
+	}
+	doc, err := api.OpenAPI(info)
 	if err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -50,6 +51,51 @@ func TestOpenAPIDocument(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(body), &served))
 		assert.Equal(t, doc["paths"], served["paths"])
 		assert.Equal(t, url, served["servers"].([]any)[0].(map[string]any)["url"])
+	}
+	require.NoError(t, stop())
+}
+
+// The product's other token paths take the client-credentials grant, and
+// only it, and the document describes them beside the token service's
+// endpoints.
+func TestOpenAPITokenAliases(t *testing.T) {
+	t.Parallel()
+	db := "sqlite://" + t.TempDir() + "/aliases.db"
+	org := createID(t, "admin", "org", "create", "--name", "Acme Transport", "--database-url", db)
+	branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", db)
+	app := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "Nightly Sync",
+		"--scopes", "svc:orders:read", "--branches", branch, "--database-url", db)
+	clientID, secret := app["client_id"].(string), app["client_secret"].(string)
+
+	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db}, env(nil))
+	res, body := get(t, http.MethodGet, base+"/v1/openapi.json")
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(body), &doc))
+	paths := doc["paths"].(map[string]any)
+
+	for _, alias := range []struct{ path, operationID string }{
+		{"/functions/v1/oauth-token", "requestEdgeFunctionToken"},
+		{"/v1/oauth/token", "requestV1Token"},
+	} {
+		t.Run(alias.path, func(t *testing.T) {
+			require.Contains(t, paths, alias.path)
+			op := paths[alias.path].(map[string]any)["post"].(map[string]any)
+			assert.Equal(t, alias.operationID, op["operationId"])
+			assert.Equal(t, []any{"OAuth"}, op["tags"])
+			schema := op["requestBody"].(map[string]any)["content"].(map[string]any)["application/x-www-form-urlencoded"].(map[string]any)["schema"]
+			assert.Equal(t, map[string]any{"$ref": "#/components/schemas/ClientCredentialsTokenRequest"}, schema)
+
+			res, tok := postForm(t, base+alias.path, url.Values{"grant_type": {"client_credentials"}}, clientID, secret)
+			require.Equal(t, http.StatusOK, res.StatusCode, tok)
+			assert.Equal(t, 3600.0, tok["expires_in"])
+			assert.Equal(t, org, tok["organization_id"])
+			res, refused := postForm(t, base+alias.path, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"x"}}, clientID, secret)
+			assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+			assert.Equal(t, "unsupported_grant_type", refused["error"])
+			res, _ = get(t, http.MethodGet, base+alias.path)
+			assert.Equal(t, http.StatusNotFound, res.StatusCode, "POST only, as before")
+		})
 	}
 	require.NoError(t, stop())
 }

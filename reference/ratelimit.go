@@ -293,13 +293,13 @@ func (l *rateLimits) Wrap(next http.Handler, clients clientAuthenticator) http.H
 	signIn := l.signIn(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == oauth.PathEdgeToken && r.Method == http.MethodPost:
+		case p == pathEdgeToken && r.Method == http.MethodPost:
 			edgeToken.ServeHTTP(w, r)
 		case strings.HasPrefix(p, edgePrefix):
 			edge.ServeHTTP(w, r)
 		case r.Method != http.MethodPost:
 			next.ServeHTTP(w, r)
-		case p == oauth.PathToken || p == oauth.PathV1Token || p == oauth.PathRevoke || p == oauth.PathIntrospect:
+		case p == oauth.PathToken || p == pathV1Token || p == oauth.PathRevoke || p == oauth.PathIntrospect:
 			token.ServeHTTP(w, r)
 		case p == oauth.PathUserToken || p == oauth.PathLogin:
 			signIn.ServeHTTP(w, r)

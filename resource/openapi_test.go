@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/openapi"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -181,15 +183,35 @@ func TestOpenAPIRoutes(t *testing.T) {
 	assert.Equal(t, documented, n)
 }
 
+// The reference server's other token endpoints, which it mounts with
+// oauth.Server.ClientCredentialsHandler.
+const (
+	edgeTokenPath = "/functions/v1/oauth-token"
+	v1TokenPath   = "/v1/oauth/token"
+)
+
+// withOAuth returns info with the section of a token service at the
+// default paths merged in, and the reference server's two other token
+// paths, as a host that serves both describes them.
+func withOAuth(t testing.TB, info resource.OpenAPIInfo) resource.OpenAPIInfo {
+	t.Helper()
+	srv := &oauth.Server{Issuer: info.ServerURL}
+	section := srv.OpenAPI()
+	require.NoError(t, section.AddPath(edgeTokenPath, srv.OpenAPIClientCredentials("requestEdgeFunctionToken", "Request a client-credentials token (edge function path)")))
+	require.NoError(t, section.AddPath(v1TokenPath, srv.OpenAPIClientCredentials("requestV1Token", "Request a client-credentials token (/v1 path)")))
+	info.Sections = append(info.Sections, section)
+	return info
+}
+
 // TestOpenAPIOAuthRoutes checks the OAuth part against package oauth: its
 // path constants and the routes its Server mounts.
 func TestOpenAPIOAuthRoutes(t *testing.T) {
-	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	_, doc := openAPIDoc(t, withOAuth(t, resource.OpenAPIInfo{}))
 	paths := oaObj(t, doc, "paths")
 	want := map[string]string{
 		oauth.PathToken:     "post",
-		oauth.PathEdgeToken: "post",
-		oauth.PathV1Token:   "post",
+		edgeTokenPath:       "post",
+		v1TokenPath:         "post",
 		oauth.PathUserToken: "post",
 		oauth.PathApps:      "post",
 		oauth.PathApps + "/{client_id}/rotate-secret": "post",
@@ -199,7 +221,11 @@ func TestOpenAPIOAuthRoutes(t *testing.T) {
 		oauth.PathAuthorize:  "get",
 	}
 	mux := http.NewServeMux()
-	(&oauth.Server{}).Mount(mux)
+	srv := &oauth.Server{}
+	srv.Mount(mux)
+	for _, p := range []string{edgeTokenPath, v1TokenPath} {
+		mux.Handle("POST "+p, srv.ClientCredentialsHandler())
+	}
 	for p, m := range want {
 		item := oaObj(t, paths, p)
 		op := oaObj(t, item, m)
@@ -217,7 +243,7 @@ func TestOpenAPIOAuthRoutes(t *testing.T) {
 	assert.Contains(t, content, "application/x-www-form-urlencoded")
 	assert.Contains(t, content, "application/json")
 	assert.Equal(t, "#/components/schemas/TokenResponse", oaAt(t, token, "responses", "200", "content", "application/json", "schema", "$ref"))
-	for _, p := range []string{oauth.PathEdgeToken, oauth.PathV1Token} {
+	for _, p := range []string{edgeTokenPath, v1TokenPath} {
 		assert.Equal(t, "#/components/schemas/ClientCredentialsTokenRequest",
 			oaAt(t, paths, p, "post", "requestBody", "content", "application/x-www-form-urlencoded", "schema", "$ref"))
 	}
@@ -377,7 +403,7 @@ func TestOpenAPIWriteSchemas(t *testing.T) {
 }
 
 func TestOpenAPIOperations(t *testing.T) {
-	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	_, doc := openAPIDoc(t, withOAuth(t, resource.OpenAPIInfo{}))
 	resources := map[string]*resource.Resource{}
 	for _, r := range openAPIRegistry(t).Resources() {
 		resources[r.Name] = r
@@ -515,7 +541,7 @@ func TestOpenAPIListParameters(t *testing.T) {
 // TestOpenAPIRefs checks that every $ref, and every discriminator mapping,
 // names a component that exists.
 func TestOpenAPIRefs(t *testing.T) {
-	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	_, doc := openAPIDoc(t, withOAuth(t, resource.OpenAPIInfo{}))
 	n := 0
 	var walk func(v any)
 	walk = func(v any) {
@@ -669,4 +695,57 @@ func ExampleRegistry_OpenAPI() {
 	// Output:
 	// 3.1.0
 	// createParcel deleteParcel getParcel listParcels updateParcel
+}
+
+// A section of the token service gives the document its security scheme,
+// as the service is set up; without one the scheme is built from the info,
+// at the token service's default paths.
+func TestOpenAPISections(t *testing.T) {
+	flows := func(doc map[string]any) map[string]any {
+		return oaObj(t, doc, "components", "securitySchemes", "oauth2", "flows")
+	}
+	t.Run("without a section", func(t *testing.T) {
+		_, doc := openAPIDoc(t, resource.OpenAPIInfo{ServerURL: "https://tms.test"})
+		assert.Equal(t, "https://tms.test"+oauth.PathToken, oaAt(t, flows(doc), "clientCredentials", "tokenUrl"))
+		assert.Equal(t, "https://tms.test"+oauth.PathAuthorize, oaAt(t, flows(doc), "authorizationCode", "authorizationUrl"))
+		assert.NotContains(t, oaObj(t, doc, "paths"), oauth.PathToken)
+		assert.NotContains(t, oaObj(t, doc, "components", "securitySchemes"), "clientBasic")
+	})
+
+	t.Run("the token service's", func(t *testing.T) {
+		srv := &oauth.Server{
+			Issuer:          "https://auth.test",
+			Paths:           oauth.Paths{Authorize: "/oauth2/authorize", Token: "/oauth2/token"},
+			AccessTokenTTL:  15 * time.Minute,
+			ScopesSupported: []string{"svc:quotations:read", "svc:reports:read"},
+		}
+		section := srv.OpenAPI()
+		_, doc := openAPIDoc(t, resource.OpenAPIInfo{ServerURL: "https://tms.test", TokenURL: "https://ignored.test/token", Sections: []*openapi.Document{section}})
+		f := flows(doc)
+		assert.Equal(t, "https://auth.test/oauth2/token", oaAt(t, f, "clientCredentials", "tokenUrl"))
+		assert.Equal(t, "https://auth.test/oauth2/token", oaAt(t, f, "authorizationCode", "refreshUrl"))
+		assert.Equal(t, "https://auth.test/oauth2/authorize", oaAt(t, f, "authorizationCode", "authorizationUrl"))
+		scopes := oaObj(t, f, "clientCredentials", "scopes")
+		assert.Equal(t, "Read quotations", scopes["svc:quotations:read"])
+		assert.Equal(t, "Create, update and delete quotations", scopes["svc:quotations:write"], "the registry's scopes join the service's")
+		assert.Equal(t, "Read reports", scopes["svc:reports:read"], "and the service's stay")
+		desc := oaAt(t, doc, "components", "securitySchemes", "oauth2", "description").(string)
+		assert.Contains(t, desc, "valid 900 s")
+		assert.True(t, strings.HasSuffix(desc, "write does not imply read."), desc)
+		assert.Contains(t, oaObj(t, doc, "paths"), "/oauth2/token")
+		assert.Equal(t, "https://tms.test", oaAt(t, doc, "servers").([]any)[0].(map[string]any)["url"], "the document's info and servers stay")
+		require.Contains(t, section.Components.SecuritySchemes, "oauth2", "the section is not changed")
+		assert.NotContains(t, section.Components.SecuritySchemes["oauth2"].Flows.ClientCredentials.Scopes, "svc:quotations:write", "the section is not changed")
+	})
+
+	t.Run("a section that clashes", func(t *testing.T) {
+		section := (&oauth.Server{}).OpenAPI()
+		section.Components.Schemas["Pagination"] = openapi.String("another pagination")
+		_, err := openAPIRegistry(t).OpenAPI(resource.OpenAPIInfo{Sections: []*openapi.Document{section}})
+		require.ErrorContains(t, err, "Pagination")
+
+		section = (&oauth.Server{Paths: oauth.Paths{Token: "/v1/{scopeId}/quotations"}}).OpenAPI()
+		_, err = openAPIRegistry(t).OpenAPI(resource.OpenAPIInfo{Sections: []*openapi.Document{section}})
+		require.ErrorContains(t, err, "described twice")
+	})
 }

@@ -1,0 +1,213 @@
+package oauth_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/openapi"
+)
+
+// otherPaths puts every endpoint of the token service somewhere else than
+// the defaults.
+var otherPaths = oauth.Paths{
+	Authorize: "/oauth2/authorize", Login: "/oauth2/login", Consent: "/oauth2/consent",
+	Token: "/oauth2/token", UserToken: "/oauth2/user-token", Apps: "/oauth2/apps",
+	Revoke: "/oauth2/revoke", Introspect: "/oauth2/introspect", Metadata: "/oauth2/.well-known/oauth-authorization-server",
+}
+
+// newOtherPathsEnv returns e's service at otherPaths, with access tokens
+// of 15 minutes, over e's store and directory.
+func newOtherPathsEnv(t *testing.T, e *env) *env {
+	t.Helper()
+	srv := &oauth.Server{
+		Issuer: testIssuer, Keys: e.srv.Keys, Store: e.store, Directory: e.srv.Directory, Now: e.srv.Now,
+		Paths: otherPaths, AccessTokenTTL: 15 * time.Minute,
+	}
+	o := *e
+	o.srv = srv
+	o.http = httptest.NewServer(srv.Handler())
+	t.Cleanup(o.http.Close)
+	return &o
+}
+
+func TestPathsDefaults(t *testing.T) {
+	p := oauth.Paths{Token: "/oauth2/token"}.WithDefaults()
+	assert.Equal(t, "/oauth2/token", p.Token, "a path that is set stays")
+	assert.Equal(t, oauth.Paths{
+		Authorize: oauth.PathAuthorize, Login: oauth.PathLogin, Consent: oauth.PathConsent,
+		Token: "/oauth2/token", UserToken: oauth.PathUserToken, Apps: oauth.PathApps,
+		Revoke: oauth.PathRevoke, Introspect: oauth.PathIntrospect, Metadata: oauth.PathMetadata,
+	}, p)
+}
+
+// A Server with other Paths answers at them, and only there.
+func TestOtherPaths(t *testing.T) {
+	e := newEnv(t, backends[1])
+	o := newOtherPathsEnv(t, e)
+	basic := &[2]string{e.app.ClientID, e.secret}
+
+	t.Run("every endpoint moves", func(t *testing.T) {
+		def := oauth.Paths{}.WithDefaults()
+		for _, tc := range []struct {
+			method, path, old string
+		}{
+			{http.MethodGet, otherPaths.Authorize, def.Authorize},
+			{http.MethodGet, otherPaths.Login, def.Login},
+			{http.MethodPost, otherPaths.Login, def.Login},
+			{http.MethodPost, otherPaths.Consent, def.Consent},
+			{http.MethodPost, otherPaths.Token, def.Token},
+			{http.MethodPost, otherPaths.UserToken, def.UserToken},
+			{http.MethodPost, otherPaths.Apps, def.Apps},
+			{http.MethodPost, otherPaths.Apps + "/" + e.app.ClientID + "/rotate-secret", def.Apps + "/" + e.app.ClientID + "/rotate-secret"},
+			{http.MethodPost, otherPaths.Revoke, def.Revoke},
+			{http.MethodPost, otherPaths.Introspect, def.Introspect},
+			{http.MethodGet, otherPaths.Metadata, def.Metadata},
+		} {
+			t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+				for path, found := range map[string]bool{tc.path: true, tc.old: false} {
+					req, err := http.NewRequest(tc.method, o.http.URL+path, strings.NewReader(""))
+					require.NoError(t, err)
+					req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+					r := do(t, req)
+					assert.Equal(t, found, r.status != http.StatusNotFound, "%s %s answers %d", tc.method, path, r.status)
+				}
+			})
+		}
+	})
+
+	t.Run("token", func(t *testing.T) {
+		r := o.post(t, otherPaths.Token, url.Values{"grant_type": {"client_credentials"}}, basic, false)
+		require.Equal(t, http.StatusOK, r.status, r.raw)
+		assert.Equal(t, float64(15*60), r.body["expires_in"], "AccessTokenTTL")
+		claims, err := e.verifier.Verify(t.Context(), r.str("access_token"))
+		require.NoError(t, err)
+		assert.Equal(t, int64(15*60), claims.ExpiresAt-claims.IssuedAt)
+	})
+
+	t.Run("metadata", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, o.http.URL+otherPaths.Metadata, nil)
+		require.NoError(t, err)
+		r := do(t, req)
+		require.Equal(t, http.StatusOK, r.status)
+		assert.Equal(t, testIssuer+"/oauth2/authorize", r.str("authorization_endpoint"))
+		assert.Equal(t, testIssuer+"/oauth2/token", r.str("token_endpoint"))
+		assert.Equal(t, testIssuer+"/oauth2/revoke", r.str("revocation_endpoint"))
+		assert.Equal(t, testIssuer+"/oauth2/introspect", r.str("introspection_endpoint"))
+	})
+
+	t.Run("app registration", func(t *testing.T) {
+		signIn := o.postJSON(t, otherPaths.UserToken+"?grant_type=password", map[string]any{"email": "admin@example.com", "password": "correct horse"}, "")
+		require.Equal(t, http.StatusOK, signIn.status, signIn.raw)
+		r := o.postJSON(t, otherPaths.Apps, map[string]any{
+			"organization_id": orgID, "name": "Elsewhere", "scopes": []string{"svc:orders:read"}, "branch_ids": []string{branch1},
+		}, signIn.str("access_token"))
+		require.Equal(t, http.StatusCreated, r.status, r.raw)
+		assert.Equal(t, otherPaths.Apps+"/"+r.str("client_id"), r.header.Get("Location"))
+	})
+
+	t.Run("authorize sends the browser to the sign-in page at its path", func(t *testing.T) {
+		q := url.Values{
+			"client_id": {e.app.ClientID}, "redirect_uri": {redirect}, "response_type": {"code"}, "scope": {"svc:orders:read"},
+			"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"},
+		}
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := c.Get(o.http.URL + otherPaths.Authorize + "?" + q.Encode())
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		loc, err := res.Location()
+		require.NoError(t, err)
+		assert.Equal(t, otherPaths.Login, loc.Path)
+		assert.True(t, strings.HasPrefix(loc.Query().Get("return"), otherPaths.Authorize+"?"))
+	})
+
+	t.Run("client-credentials handler at a path of the host's", func(t *testing.T) {
+		mux := http.NewServeMux()
+		mux.Handle("POST /api/token", o.srv.ClientCredentialsHandler())
+		ts := httptest.NewServer(mux)
+		defer ts.Close()
+		h := *o
+		h.http = ts
+		r := h.post(t, "/api/token", url.Values{"grant_type": {"client_credentials"}}, basic, false)
+		require.Equal(t, http.StatusOK, r.status, r.raw)
+		assert.Equal(t, float64(15*60), r.body["expires_in"])
+		r = h.post(t, "/api/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {"x"}}, basic, false)
+		assert.Equal(t, http.StatusBadRequest, r.status)
+		assert.Equal(t, "unsupported_grant_type", r.str("error"))
+	})
+}
+
+// The OpenAPI section describes the endpoints where Mount serves them, and
+// states the Server's lifetimes.
+func TestOpenAPISection(t *testing.T) {
+	tests := []struct {
+		name      string
+		srv       *oauth.Server
+		expiresIn int
+		says      []string
+	}{
+		{"defaults", &oauth.Server{Issuer: testIssuer}, 3600,
+			[]string{"valid 3600 s", "valid 60 s.", "valid 30 days.", "(at most an hour)"}},
+		{"other paths and lifetimes", &oauth.Server{
+			Issuer: testIssuer + "/", Paths: otherPaths,
+			AccessTokenTTL: 15 * time.Minute, CodeTTL: 90 * time.Second, RefreshTokenTTL: 12 * time.Hour,
+		}, 900, []string{"valid 900 s", "valid 90 s.", "valid 12 hours.", "(at most 15 minutes)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := tt.srv.OpenAPI()
+			p := tt.srv.Paths.WithDefaults()
+			mux := http.NewServeMux()
+			tt.srv.Mount(mux)
+			documented := map[string]string{}
+			for path, item := range doc.Paths {
+				for i, op := range item.Operations() {
+					if op == nil {
+						continue
+					}
+					method := []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete}[i]
+					documented[method+" "+path] = op.OperationID
+					_, pattern := mux.Handler(httptest.NewRequest(method, strings.Replace(path, "{client_id}", "c", 1), nil))
+					assert.Equal(t, method+" "+path, pattern, "Mount serves %s %s", method, path)
+					assert.Equal(t, []string{"OAuth"}, op.Tags)
+				}
+			}
+			assert.Equal(t, map[string]string{
+				"POST " + p.Token: "requestToken", "POST " + p.UserToken: "signInUser", "POST " + p.Apps: "registerApp",
+				"POST " + p.Apps + "/{client_id}/rotate-secret": "rotateAppSecret", "POST " + p.Revoke: "revokeToken",
+				"POST " + p.Introspect: "introspectToken", "GET " + p.Metadata: "getAuthorizationServerMetadata",
+				"GET " + p.Authorize: "authorize",
+			}, documented, "every endpoint but the sign-in and consent pages")
+
+			raw, err := openapi.Marshal(doc)
+			require.NoError(t, err)
+			var decoded map[string]any
+			require.NoError(t, json.Unmarshal(raw, &decoded))
+			expires := decoded["components"].(map[string]any)["schemas"].(map[string]any)["TokenResponse"].(map[string]any)["properties"].(map[string]any)["expires_in"].(map[string]any)
+			assert.Equal(t, []any{float64(tt.expiresIn)}, expires["examples"])
+			for _, s := range tt.says {
+				assert.Contains(t, string(raw), s)
+			}
+
+			flows := doc.Components.SecuritySchemes["oauth2"].Flows
+			assert.Equal(t, testIssuer+p.Token, flows.ClientCredentials.TokenURL)
+			assert.Equal(t, testIssuer+p.Authorize, flows.AuthorizationCode.AuthorizationURL)
+			assert.Contains(t, doc.Components.SecuritySchemes["userToken"].Description, "`POST "+p.UserToken+"?grant_type=password`")
+			assert.Equal(t, testIssuer, doc.Servers[0].URL)
+
+			alias := tt.srv.OpenAPIClientCredentials("requestAliasToken", "Request a token elsewhere")
+			require.NoError(t, doc.AddPath("/alias/token", alias))
+			assert.Contains(t, alias.Post.Description, "`"+p.Token+"`")
+			assert.Error(t, doc.AddPath("/alias/other", tt.srv.OpenAPIClientCredentials("requestToken", "")), "operationIds stay unique")
+		})
+	}
+}

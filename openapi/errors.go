@@ -1,0 +1,96 @@
+package openapi
+
+import "strconv"
+
+// The error model every Waybill endpoint shares: the Error schema, the
+// responses made of it, and the headers of challenges, rate limits and
+// credentials. A section declares what it uses under these names; merged
+// sections thus declare each once.
+
+// ErrorExample is an example of an error response: its code and
+// error_description.
+type ErrorExample struct {
+	Code, Description string
+}
+
+// ErrorSchema returns the schema component "Error": the body of every error
+// response, {"error": code, "error_description": text}.
+func ErrorSchema() *Schema {
+	s := Object([]string{"error", "error_description"},
+		Prop("error", String("The error code: one of the codes in the description of the API (RFC 6749 section 5.2 codes on the OAuth endpoints).")),
+		Prop("error_description", String("What went wrong, for people: safe to show, never a secret.")))
+	s.Description = "Every error response of the API and of the OAuth endpoints."
+	return s
+}
+
+// ErrorResponse returns an error response with the Error schema (which the
+// document must declare) and an example of each of examples, named by its
+// code.
+func ErrorResponse(description string, examples ...ErrorExample) *Response {
+	mt := &MediaType{Schema: SchemaRef("Error")}
+	if len(examples) > 0 {
+		mt.Examples = map[string]*Example{}
+		for _, e := range examples {
+			mt.Examples[e.Code] = &Example{
+				Summary: e.Code,
+				Value:   map[string]string{"error": e.Code, "error_description": e.Description},
+			}
+		}
+	}
+	return &Response{Description: description, Content: map[string]*MediaType{"application/json": mt}}
+}
+
+// RateLimitedResponse returns the response component "RateLimited": 429
+// rate_limited with Retry-After and the RateLimit headers.
+func RateLimitedResponse() *Response {
+	return WithHeaders(ErrorResponse("`rate_limited`: the rate limit of the route is spent. `Retry-After` says, in whole seconds, when the next request may pass.",
+		ErrorExample{"rate_limited", "rate limit exceeded; retry in 2 s"}), "Retry-After", "RateLimit-Policy", "RateLimit")
+}
+
+// ServerErrorResponse returns the response component "ServerError": 500
+// server_error.
+func ServerErrorResponse() *Response {
+	return ErrorResponse("`server_error`: the server failed; the description says nothing more, and the failure is logged.",
+		ErrorExample{"server_error", "internal server error"})
+}
+
+// PayloadTooLargeResponse returns a 413 payload_too_large response for
+// bodies larger than limit bytes.
+func PayloadTooLargeResponse(limit int) *Response {
+	return ErrorResponse("`payload_too_large`: the request body is larger than "+strconv.Itoa(limit)+" bytes.",
+		ErrorExample{"payload_too_large", "request body is larger than " + strconv.Itoa(limit) + " bytes"})
+}
+
+// Headers returns the header components every Waybill endpoint may use:
+// WWW-Authenticate (the RFC 6750 challenge of a 401), ScopeChallenge (the
+// challenge of insufficient_scope), Retry-After, RateLimit-Policy and
+// RateLimit (draft-ietf-httpapi-ratelimit-headers-11), and Cache-Control
+// (no-store, for responses with credentials).
+func Headers() map[string]*Header {
+	return map[string]*Header{
+		"WWW-Authenticate": {
+			Description: "The RFC 6750 challenge: `Bearer realm=\"waybill\"` for a missing token; with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise.",
+			Schema:      &Schema{Type: "string"}, Required: true,
+		},
+		"ScopeChallenge": {
+			Description: "With `insufficient_scope` only: the RFC 6750 challenge `Bearer realm=\"waybill\", error=\"insufficient_scope\", error_description=\"...\"`, with the `scope` needed when a scope is missing.",
+			Schema:      &Schema{Type: "string"},
+		},
+		"Retry-After": {
+			Description: "Seconds until the next request may pass, rounded up; at least 1.",
+			Schema:      &Schema{Type: "integer", Minimum: Ptr(1.0)}, Required: true,
+		},
+		"RateLimit-Policy": {
+			Description: "The limit of the route (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";q=<quota>;w=<window seconds>`. Set on every response of a rate-limited route.",
+			Schema:      &Schema{Type: "string", Examples: []any{`"rest";q=1000;w=60`}},
+		},
+		"RateLimit": {
+			Description: "The state of the caller's limit (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";r=<remaining>;t=<seconds until the quota is back>`. Set on every response of a rate-limited route.",
+			Schema:      &Schema{Type: "string", Examples: []any{`"rest";r=998;t=1`}},
+		},
+		"Cache-Control": {
+			Description: "`no-store`: responses with credentials must not be cached.",
+			Schema:      &Schema{Type: "string", Const: "no-store"}, Required: true,
+		},
+	}
+}
