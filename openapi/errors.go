@@ -69,11 +69,11 @@ func PayloadTooLargeResponse(limit int) *Response {
 func Headers() map[string]*Header {
 	return map[string]*Header{
 		"WWW-Authenticate": {
-			Description: "The RFC 6750 challenge: `Bearer realm=\"waybill\"` for a missing token; with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise.",
+			Description: "The RFC 6750 challenge: `Bearer realm=\"...\"` for a missing token (the `realm` names the server's protection space, when it has one); with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise.",
 			Schema:      &Schema{Type: "string"}, Required: true,
 		},
 		"ScopeChallenge": {
-			Description: "With `insufficient_scope` only: the RFC 6750 challenge `Bearer realm=\"waybill\", error=\"insufficient_scope\", error_description=\"...\"`, with the `scope` needed when a scope is missing.",
+			Description: "With `insufficient_scope` only: the RFC 6750 challenge `Bearer realm=\"...\", error=\"insufficient_scope\", error_description=\"...\"`, with the `scope` needed when a scope is missing.",
 			Schema:      &Schema{Type: "string"},
 		},
 		"Retry-After": {

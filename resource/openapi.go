@@ -138,7 +138,7 @@ func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
 	notAllowed := apierrors.MethodNotAllowed(http.MethodGet, http.MethodHead)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			apierrors.Write(w, r, notAllowed)
+			g.errors().Write(w, r, notAllowed)
 			return
 		}
 		once.Do(func() {
@@ -147,7 +147,7 @@ func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
 			etag = `"` + hex.EncodeToString(sum[:12]) + `"`
 		})
 		if err != nil {
-			apierrors.Write(w, r, apierrors.Internal(err))
+			g.errors().Write(w, r, apierrors.Internal(err))
 			return
 		}
 		h := w.Header()
