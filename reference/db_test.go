@@ -36,6 +36,10 @@ func backends() []backend {
 	}
 }
 
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }
+
 func TestParseDatabaseURL(t *testing.T) {
 	t.Parallel()
 	wd, err := os.Getwd()

@@ -479,7 +479,3 @@ func TestBinary(t *testing.T) {
 		assert.Equal(t, "waybill: admin branch create: organization 00000000-0000-4000-8000-000000000000 not found\n", stderr.String())
 	})
 }
-
-// TestMain runs the tests with testdb.Main, which says how many skipped for want of
-// PostgreSQL or Redis.
-func TestMain(m *testing.M) { testdb.Main(m) }
