@@ -244,3 +244,7 @@ func (e *env) issueCode(t *testing.T, app *oauth.App, challenge, scope string) s
 	require.NoError(t, err)
 	return code
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

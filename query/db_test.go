@@ -337,3 +337,7 @@ func compareField(a, b fixture, field string) int {
 	}
 	panic("no comparison for " + field)
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

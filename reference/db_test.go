@@ -1,16 +1,20 @@
 package main
 
 import (
+	"database/sql"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/query"
@@ -31,6 +35,10 @@ func backends() []backend {
 		{"postgres", query.Postgres, func(t *testing.T) string { return testdb.PostgresURL(t) }},
 	}
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }
 
 func TestParseDatabaseURL(t *testing.T) {
 	t.Parallel()
@@ -89,7 +97,7 @@ func TestSQLiteRelativePath(t *testing.T) {
 	} {
 		out, err := runCommand(t, nil, "migrate", "--database-url", tc.url)
 		require.NoError(t, err, tc.url)
-		assert.JSONEq(t, `{"applied":[1,2]}`, out)
+		assert.JSONEq(t, `{"applied":[1,2,3]}`, out)
 		assert.FileExists(t, tc.file)
 	}
 }
@@ -100,7 +108,7 @@ func TestSQLiteAbsolutePath(t *testing.T) {
 	require.True(t, strings.HasPrefix(path, "/"))
 	out, err := runCommand(t, nil, "migrate", "--database-url", "sqlite://"+path) // sqlite:///tmp/...
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"applied":[1,2]}`, out)
+	assert.JSONEq(t, `{"applied":[1,2,3]}`, out)
 	assert.FileExists(t, path)
 }
 
@@ -116,7 +124,7 @@ func TestOpenDB(t *testing.T) {
 
 			applied, err := migrateDB(t.Context(), db, dialect)
 			require.NoError(t, err)
-			assert.Equal(t, []int{1, 2}, applied)
+			assert.Equal(t, []int{1, 2, 3}, applied)
 			applied, err = migrateDB(t.Context(), db, dialect)
 			require.NoError(t, err)
 			assert.Empty(t, applied)
@@ -190,5 +198,63 @@ func TestReadyz(t *testing.T) {
 		} else {
 			assert.Empty(t, rec.Body.String())
 		}
+	}
+}
+
+// TestMigrateAccountContacts migrates a database of the first two migrations,
+// with accounts whose email and phone are the ” they defaulted to and a
+// project that references one, to the third: ” becomes NULL, other values
+// stay, and the references, indexes and NOT NULL columns hold.
+func TestMigrateAccountContacts(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			db, dialect, err := openDB(ctx, b.url(t), defaultDBMaxConns)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = db.Close() })
+			dir := "migrations/" + dialect.String()
+			before := fstest.MapFS{}
+			for _, name := range []string{"0001_tenancy.sql", "0002_resources.sql"} {
+				data, err := fs.ReadFile(migrations, dir+"/"+name)
+				require.NoError(t, err)
+				before[dir+"/"+name] = &fstest.MapFile{Data: data}
+			}
+			applied, err := migrate.Apply(ctx, db, dialect, before, dir, migrationsTable)
+			require.NoError(t, err)
+			require.Equal(t, []int{1, 2}, applied)
+
+			f := newTenantFixture(t, db)
+			blank, given := newID(), newID()
+			mustExec(t, db, "INSERT INTO accounts (id, organization_id, branch_id, company_name) VALUES ($1, $2, $3, 'Blank')", blank, f.org, f.north)
+			mustExec(t, db, "INSERT INTO accounts (id, organization_id, branch_id, company_name, email, phone) VALUES ($1, $2, $3, 'Given', 'a@b.example', '+49 1')",
+				given, f.org, f.north)
+			mustExec(t, db, "INSERT INTO projects (id, organization_id, branch_id, name, account_id) VALUES ($1, $2, $3, 'Site', $4)", newID(), f.org, f.north, blank)
+
+			applied, err = migrateDB(ctx, db, dialect)
+			require.NoError(t, err)
+			require.Equal(t, []int{3}, applied)
+
+			for id, want := range map[string][2]sql.NullString{
+				blank: {},
+				given: {{String: "a@b.example", Valid: true}, {String: "+49 1", Valid: true}},
+			} {
+				var email, phone sql.NullString
+				require.NoError(t, db.QueryRowContext(ctx, "SELECT email, phone FROM accounts WHERE id = $1", id).Scan(&email, &phone))
+				assert.Equal(t, want, [2]sql.NullString{email, phone})
+			}
+			var projects int
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*) FROM projects WHERE account_id = $1", blank).Scan(&projects))
+			assert.Equal(t, 1, projects, "the project kept its account")
+			_, err = db.ExecContext(ctx, "DELETE FROM accounts WHERE id = $1", blank)
+			assert.Error(t, err, "an account that a project references")
+			_, err = db.ExecContext(ctx, "INSERT INTO projects (id, organization_id, branch_id, name, account_id) VALUES ($1, $2, $3, 'Nowhere', $4)",
+				newID(), f.org, f.north, newID())
+			assert.Error(t, err, "a project of an account that does not exist")
+			_, err = db.ExecContext(ctx, "INSERT INTO accounts (id, organization_id, branch_id) VALUES ($1, $2, $3)", newID(), f.org, f.north)
+			assert.Error(t, err, "company_name is still NOT NULL")
+			mustExec(t, db, "INSERT INTO accounts (id, organization_id, branch_id, company_name) VALUES ($1, $2, $3, 'New')", newID(), f.org, f.north)
+		})
 	}
 }

@@ -178,10 +178,10 @@ func accountsResource() *resource.Resource {
 		Fields: []resource.Field{
 			{Name: "company_name", Type: query.String, Required: true, Create: true, Update: true, Filter: true, Sort: true, MaxLength: nameLength,
 				Description: "Legal name of the company."},
-			{Name: "email", Type: query.String, Create: true, Update: true, Filter: true, MaxLength: 254,
-				Description: "Contact email address; empty when unknown. Default empty."},
-			{Name: "phone", Type: query.String, Create: true, Update: true, Filter: true, MaxLength: codeLength,
-				Description: "Contact phone number; empty when unknown. Default empty."},
+			{Name: "email", Type: query.String, Nullable: true, Create: true, Update: true, Filter: true, MaxLength: 254,
+				Description: "Contact email address, trimmed; null when not given. Returned as stored: an empty string sent stays empty."},
+			{Name: "phone", Type: query.String, Nullable: true, Create: true, Update: true, Filter: true, MaxLength: codeLength,
+				Description: "Contact phone number; null when not given. Returned as stored: an empty string sent stays empty."},
 			{Name: "account_type", Type: query.Enum, Values: []string{"customer", "carrier"}, Create: true, Update: true, Filter: true, Sort: true,
 				Description: "Whether the account is a customer or a carrier. Default customer."},
 			{Name: "status", Type: query.Enum, Values: []string{"active", "inactive", "blocked"}, Create: true, Update: true, Filter: true, Sort: true,
@@ -190,7 +190,7 @@ func accountsResource() *resource.Resource {
 				Description: "Free-text note; null when there is none."},
 		},
 		Hooks: resource.Combine(
-			resource.Default(resource.Record{"email": "", "phone": "", "account_type": "customer", "status": "active"}),
+			resource.Default(resource.Record{"account_type": "customer", "status": "active"}),
 			resource.Trim("company_name"),
 			emailAddress("email"),
 		),

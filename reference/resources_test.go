@@ -153,7 +153,7 @@ func TestQuotationAndAccountFields(t *testing.T) {
 	assert.Equal(t, fields, fieldNames(a, filter))
 	assert.Equal(t, []string{"company_name", "account_type", "status"}, fieldNames(a, sort))
 	assert.Equal(t, []string{"company_name"}, fieldNames(a, required))
-	assert.Equal(t, []string{"comment"}, fieldNames(a, func(f resource.Field) bool { return f.Nullable }))
+	assert.Equal(t, []string{"email", "phone", "comment"}, fieldNames(a, func(f resource.Field) bool { return f.Nullable }))
 	assert.Equal(t, []string{"customer", "carrier"}, a.Fields[3].Values)
 	assert.Equal(t, []string{"active", "inactive", "blocked"}, a.Fields[4].Values)
 }
@@ -366,7 +366,7 @@ func TestResourcesCreate(t *testing.T) {
 					return resource.Record{"plate": " hh-wb 7 ", "vehicle_type": "van", "capacity_kg": 1200.4567}
 				}, resource.Record{"plate": "HH-WB 7", "capacity_kg": 1200.457, "capacity_m3": 0.0, "active": true}, nil},
 				{"accounts", func() resource.Record { return resource.Record{"company_name": " Acme ", "email": "ops@acme.example"} },
-					resource.Record{"company_name": "Acme", "phone": "", "account_type": "customer", "status": "active"}, nil},
+					resource.Record{"company_name": "Acme", "account_type": "customer", "status": "active"}, nil},
 				{"projects", func() resource.Record {
 					return resource.Record{"name": "Site", "account_id": ids["accounts"], "start_date": "2026-01-01", "end_date": "2026-02-01"}
 				}, resource.Record{"status": "active"}, nil},

@@ -45,7 +45,7 @@ func TestResourceRules(t *testing.T) {
 
 		// Accounts.
 		{"account defaults", "accounts", nil, resource.Record{"company_name": "Acme"},
-			resource.Record{"status": "active", "account_type": "customer", "email": "", "phone": ""}, ""},
+			resource.Record{"status": "active", "account_type": "customer"}, ""},
 		{"account with a status", "accounts", nil, resource.Record{"company_name": "Acme", "status": "blocked", "account_type": "carrier"},
 			resource.Record{"status": "blocked", "account_type": "carrier"}, ""},
 		{"account with a blank name", "accounts", nil, resource.Record{"company_name": "  "}, nil, apierrors.CodeInvalidCreate},

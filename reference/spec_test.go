@@ -113,6 +113,28 @@ func TestSPEC(t *testing.T) {
 			accountID := acc["id"].(string)
 			other := e.create("/v1/"+e.south+"/accounts", `{"company_name":"South Only"}`)
 
+			t.Run("account contacts as stored", func(t *testing.T) {
+				blank := e.create(north+"/accounts", `{"company_name":"Blank","email":" ","phone":""}`)
+				for _, tc := range []struct {
+					name, path   string
+					email, phone any
+				}{
+					{"not given", "/v1/" + e.south + "/accounts/" + other["id"].(string), nil, nil},
+					{"empty", north + "/accounts/" + blank["id"].(string), "", ""},
+					{"given", north + "/accounts/" + accountID, "ops@acme.test", "+49 40 1234"},
+				} {
+					status, _, m := e.call(http.MethodGet, tc.path, e.full, "")
+					require.Equal(t, 200, status, m)
+					got := m["data"].(map[string]any)
+					assert.Equal(t, tc.email, got["email"], tc.name)
+					assert.Equal(t, tc.phone, got["phone"], tc.name)
+				}
+				assert.Nil(t, other["email"], "the create's answer")
+				status, _, m := e.call(http.MethodGet, "/v1/"+e.south+"/accounts?filter=email:isnull:true", e.full, "")
+				require.Equal(t, 200, status, m)
+				assert.Len(t, m["data"], 1, "%v", m)
+			})
+
 			t.Run("accounts", func(t *testing.T) {
 				status, _, m := e.call(http.MethodPatch, north+"/accounts/"+accountID, e.full, `{"status":"blocked","comment":"late"}`)
 				require.Equal(t, 200, status, m)

@@ -158,10 +158,19 @@ func (r *Resource) changes(members []member, create bool) (Record, error) {
 		rec[f.Name] = v
 	}
 	if create {
+		var missing []string
 		for _, f := range r.fields {
 			if f.Required && rec[f.Name] == nil {
-				return nil, refuse("%s is required", f.Name)
+				missing = append(missing, f.Name)
 			}
+		}
+		switch len(missing) {
+		case 0:
+		case 1:
+			return nil, refuse("%s is required", missing[0])
+		default:
+			last := len(missing) - 1
+			return nil, refuse("%s and %s are required", strings.Join(missing[:last], ", "), missing[last])
 		}
 	}
 	return rec, nil
@@ -181,21 +190,26 @@ func (f *Field) decode(raw json.RawMessage) (any, error) {
 	switch f.Type {
 	case query.Integer, query.Number:
 		if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
-			return nil, errors.New("must be a " + typeWord(f.Type))
+			return nil, wrongKind(raw, typeWord(f.Type))
 		}
 		text = string(raw)
 	case query.Boolean:
 		if string(raw) != "true" && string(raw) != "false" {
-			return nil, errors.New("must be true or false")
+			return nil, wrongKind(raw, "true or false")
 		}
 		text = string(raw)
 	default:
 		if err := json.Unmarshal(raw, &text); err != nil {
-			return nil, errors.New("must be a string")
+			return nil, wrongKind(raw, "a string")
 		}
 	}
 	v, err := qf.ParseValue(text)
 	if err != nil {
+		if f.Type == query.Integer || f.Type == query.Number {
+			// A JSON number, shown as it was sent: not quoted as the
+			// filter value of query's message is.
+			return nil, errors.New(truncate(text, 64) + " is not " + typeWord(f.Type))
+		}
 		return nil, err
 	}
 	switch f.Type {
@@ -226,11 +240,30 @@ func (f *Field) decode(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// typeWord names what a value of the numeric type t is, with its article.
 func typeWord(t query.Type) string {
 	if t == query.Integer {
-		return "integer"
+		return "an integer"
 	}
-	return "number"
+	return "a number"
+}
+
+// wrongKind is the refusal of raw, a JSON value that is not null and of another
+// kind than the field's, which wants a value that is want ("a number"): it
+// shows a string, number or boolean as it was sent and says what it is.
+func wrongKind(raw json.RawMessage, want string) error {
+	var kind string
+	switch c := raw[0]; {
+	case c == '"':
+		kind = "a string"
+	case c == 't' || c == 'f':
+		kind = "a boolean"
+	case c == '-' || (c >= '0' && c <= '9'):
+		kind = "a number"
+	default:
+		return errors.New("must be " + want)
+	}
+	return errors.New(truncate(string(raw), 64) + " is " + kind + ", not " + want)
 }
 
 func toFloat(v any) float64 {

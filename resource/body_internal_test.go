@@ -255,3 +255,51 @@ func TestDecodeObjectManyMembers(t *testing.T) {
 	_, err = decodeObject(dup, nil, 0)
 	require.ErrorContains(t, err, `names "0" twice`)
 }
+
+// TestBodyRefusalMessages checks the invalid_create descriptions of bodies
+// with values of the wrong kind, shown as they were sent, and of bodies that
+// lack required fields, all of them named.
+func TestBodyRefusalMessages(t *testing.T) {
+	r := &Resource{
+		Name: "quotations", ScopeType: tenancy.Branch,
+		Fields: []Field{
+			{Name: "account_id", Type: query.UUID, Create: true, Required: true},
+			{Name: "quotation_date", Type: query.Date, Create: true, Required: true},
+			{Name: "valid_until", Type: query.Date, Create: true, Required: true},
+			{Name: "total_packages", Type: query.Integer, Create: true, Nullable: true},
+			{Name: "total_weight_kg", Type: query.Number, Create: true, Nullable: true},
+			{Name: "insured", Type: query.Boolean, Create: true},
+			{Name: "comment", Type: query.String, Create: true, Nullable: true},
+		},
+	}
+	require.NoError(t, r.compile())
+	const valid = `"account_id":"5eed0000-0000-4000-8000-0000000000b1","quotation_date":"2026-01-01","valid_until":"2026-01-02"`
+	tests := []struct {
+		name, body, want string
+	}{
+		{"fraction for an integer", `{` + valid + `,"total_packages":1.5}`, "total_packages: 1.5 is not an integer"},
+		{"exponent for an integer", `{` + valid + `,"total_packages":1e3}`, "total_packages: 1e3 is not an integer"},
+		{"string for an integer", `{` + valid + `,"total_packages":"1.5"}`, `total_packages: "1.5" is a string, not an integer`},
+		{"string for a number", `{` + valid + `,"total_weight_kg":"5"}`, `total_weight_kg: "5" is a string, not a number`},
+		{"boolean for a number", `{` + valid + `,"total_weight_kg":true}`, "total_weight_kg: true is a boolean, not a number"},
+		{"object for a number", `{` + valid + `,"total_weight_kg":{}}`, "total_weight_kg: must be a number"},
+		{"number too large", `{` + valid + `,"total_weight_kg":1e999}`, "total_weight_kg: 1e999 is not a number"},
+		{"string for a boolean", `{` + valid + `,"insured":"true"}`, `insured: "true" is a string, not true or false`},
+		{"number for a string", `{` + valid + `,"comment":5}`, "comment: 5 is a number, not a string"},
+		{"array for a string", `{` + valid + `,"comment":[]}`, "comment: must be a string"},
+		{"long string for an integer", `{` + valid + `,"total_packages":"` + strings.Repeat("9", 100) + `"}`,
+			`total_packages: "` + strings.Repeat("9", 63) + `… is a string, not an integer`},
+		{"one required missing", `{"account_id":"5eed0000-0000-4000-8000-0000000000b1","quotation_date":"2026-01-01"}`, "valid_until is required"},
+		{"two required missing", `{"account_id":"5eed0000-0000-4000-8000-0000000000b1"}`, "quotation_date and valid_until are required"},
+		{"all required missing", `{"comment":"x"}`, "account_id, quotation_date and valid_until are required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := parseBody(r, []byte(tt.body))
+			e, ok := apierrors.As(err)
+			require.True(t, ok, "not an API error: %#v", err)
+			require.Equal(t, apierrors.CodeInvalidCreate, e.Code)
+			require.Equal(t, tt.want, e.Description)
+		})
+	}
+}

@@ -331,3 +331,7 @@ func (e *env) mustCreate(t testing.TB, token, path, body string) map[string]any 
 
 // fixedTime is a timestamp for rows the tests insert by hand.
 var fixedTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

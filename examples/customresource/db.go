@@ -105,3 +105,14 @@ func inTx(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) error {
 	}
 	return tx.Commit()
 }
+
+// addBranch records a branch of an organization of the token service, named
+// by its id, unless the branches table has it already.
+func addBranch(ctx context.Context, db *sql.DB, org, branch string) error {
+	_, err := db.ExecContext(ctx, "INSERT INTO branches (id, organization_id, name) VALUES ($1, $2, $1) ON CONFLICT DO NOTHING",
+		strings.ToLower(branch), strings.ToLower(org))
+	if err != nil {
+		return fmt.Errorf("add branch %s: %w", branch, err)
+	}
+	return nil
+}

@@ -25,6 +25,8 @@
 //	curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8082/v1/5eed0000-0000-4000-8000-0000000000b1/inspections
 //
 // -db names a SQLite file (default ./inspections.db) or a postgres:// URL.
+// -branch ORG:BRANCH records a branch of the token service in the branches
+// table, as a real service learns its branches some other way.
 package main
 
 import (
@@ -59,7 +61,8 @@ const (
 // config is what the flags set.
 type config struct {
 	addr, dsn, issuer, secret string
-	waybillDB                 string // the token service's database
+	waybillDB                 string      // the token service's database
+	branches                  [][2]string // organization and branch ids of -branch
 	printToken                bool
 }
 
@@ -71,6 +74,14 @@ func main() {
 	flag.StringVar(&c.secret, "jwt-secret", "", "HMAC `key` of the token service, at least 32 bytes (default $WAYBILL_JWT_SECRET)")
 	flag.StringVar(&c.waybillDB, "waybill-db", "", "the token service's --database-url `URL`, read to refuse the tokens it revoked (default $WAYBILL_DATABASE_URL or sqlite://waybill.db)")
 	flag.BoolVar(&c.printToken, "print-token", false, "development aid: print a token for the seeded branch and exit")
+	flag.Func("branch", "`ORG:BRANCH`: the ids of a branch of the token service and of its organization, recorded in the branches table (repeatable)", func(v string) error {
+		org, branch, ok := strings.Cut(v, ":")
+		if !ok || org == "" || branch == "" {
+			return errors.New("want ORG:BRANCH, the ids of an organization and of one of its branches")
+		}
+		c.branches = append(c.branches, [2]string{org, branch})
+		return nil
+	})
 	flag.Parse()
 	c.issuer = cmp.Or(c.issuer, os.Getenv("WAYBILL_ISSUER"), "http://127.0.0.1:8080")
 	c.secret = cmp.Or(c.secret, os.Getenv("WAYBILL_JWT_SECRET"))
@@ -104,6 +115,11 @@ func run(c config) error {
 		return err
 	}
 	defer db.Close()
+	for _, b := range c.branches {
+		if err := addBranch(context.Background(), db, b[0], b[1]); err != nil {
+			return err
+		}
+	}
 	h, err := newHandler(db, dialect, newVerifier(keys, c.issuer, families), c.issuer)
 	if err != nil {
 		return err

@@ -331,3 +331,7 @@ func TestKeySet(t *testing.T) {
 	assert.Equal(t, []string{devBranch}, c.BranchIDs)
 	assert.Equal(t, devOrganization, c.OrganizationID)
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

@@ -396,3 +396,7 @@ func TestPostgres(t *testing.T) {
 	t.Logf("ping after the Blackhole: %v", took)
 	require.NoError(t, err)
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

@@ -58,3 +58,7 @@ func TestKindOf(t *testing.T) {
 	assert.Equal(t, sqlerr.None, sqlerr.KindOf(nil))
 	assert.Equal(t, sqlerr.None, sqlerr.KindOf(errors.New("plain")))
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

@@ -16,6 +16,10 @@
 // with a message that says so, or fails when the environment variable CI is non-empty:
 // in CI nothing may skip. A service that is configured but does not answer always fails
 // the test.
+//
+// A skipped test shows only with go test -v, so every package whose tests use this
+// package runs them with [Main], which tells the terminal how many tests skipped and how
+// to run them.
 package testdb
 
 import (
@@ -26,6 +30,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,10 +66,11 @@ const (
 // first use.
 type service[T any] struct {
 	once    sync.Once
-	conn    T      // valid when missing and err are empty
-	url     string // the service's URL; valid when missing and err are empty
-	missing string // why no service is available at all: skip, or fail under CI
-	err     error  // the service is configured or started but does not work: fail
+	conn    T            // valid when missing and err are empty
+	url     string       // the service's URL; valid when missing and err are empty
+	missing string       // why no service is available at all: skip, or fail under CI
+	err     error        // the service is configured or started but does not work: fail
+	skipped atomic.Int64 // tests skipped because the service is missing, for [Main]
 }
 
 // get sets the service up with setup on first use and returns its URL and connection.
@@ -80,6 +86,7 @@ func (s *service[T]) get(t testing.TB, setup func() (url string, conn T, missing
 		if os.Getenv(envCI) != "" {
 			t.Fatal(s.missing)
 		}
+		s.skipped.Add(1)
 		t.Skip(s.missing)
 	}
 	return s.url, s.conn

@@ -185,3 +185,7 @@ func TestRotationAcrossReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

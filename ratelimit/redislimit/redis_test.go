@@ -371,3 +371,7 @@ func TestMatchesMemory(t *testing.T) {
 	assert.Greater(t, decided[true], 200, "allowed")
 	assert.Greater(t, decided[false], 200, "refused")
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }

@@ -219,3 +219,7 @@ func TestResourceFailsOnBrokenTenancy(t *testing.T) {
 		})
 	}
 }
+
+// TestMain runs the tests with testdb.Main, which says how many skipped for want of
+// PostgreSQL or Redis.
+func TestMain(m *testing.M) { testdb.Main(m) }
