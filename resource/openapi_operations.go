@@ -122,6 +122,11 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 		collectionItem.Post = b.createOperation(r, n)
 		itemItem.Patch = b.updateOperation(r, n)
 		itemItem.Delete = b.deleteOperation(r, n)
+		if r.RequireIfMatch {
+			for _, op := range []*openapi.Operation{itemItem.Patch, itemItem.Delete} {
+				op.Responses["428"] = b.shared("PreconditionRequired", oaPreconditionRequired)
+			}
+		}
 	}
 	if err := b.addPath(collection, collectionItem); err != nil {
 		return fmt.Errorf("resource %s: %w", r.Name, err)
@@ -221,9 +226,9 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operatio
 	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "List " + n.plural, OperationID: "list" + n.listOp,
 		Description: strings.Join(desc, "\n\n"),
-		Parameters:  oaListParameters(r),
+		Parameters:  append(oaListParameters(r), oaFields(r), oaPrefer()),
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("A page of "+n.plural+".", n.schema+"ListEnvelope", nil),
+			"200": oaSuccess("A page of "+n.plural+".", n.schema+"ListEnvelope", map[string]*openapi.Header{"Preference-Applied": openapi.HeaderRef("Preference-Applied")}),
 			"400": openapi.ErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
 				oaErr(apierrors.CodeInvalidRequest, `filter on "created_at": operator "like" is not allowed; the field allows eq, ne, in, gt, gte, lt, lte, isnull`)),
 			"401": b.shared("Unauthorized", oaUnauthorized),
@@ -248,8 +253,10 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *openapi.Operation
 	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "Get " + n.one, OperationID: "get" + n.singleOp,
 		Description: strings.Join(desc, "\n\n"),
+		Parameters:  []*openapi.Parameter{oaFields(r), oaIfNoneMatch()},
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("The "+oaWords(oaSingular(r.Name))+".", n.schema+"ItemEnvelope", nil),
+			"200": oaSuccess("The "+oaWords(oaSingular(r.Name))+".", n.schema+"ItemEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
+			"304": oaNotModified(),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.ReadScope(), oaRead),
 			"404": oaNotFound(true, n),
@@ -268,13 +275,18 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operat
 			oaScopeSentence(r.ScopeType, oaCreate),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
+		Parameters: []*openapi.Parameter{oaIdempotencyKey(b.g)},
 		RequestBody: &openapi.RequestBody{
 			Description: "The new record: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
 			Required:    true,
 			Content:     openapi.JSON(openapi.SchemaRef(n.schema + "Create")),
 		},
 		Responses: map[string]*openapi.Response{
-			"201": oaSuccess("The new record.", n.schema+"ItemEnvelope", map[string]*openapi.Header{"Location": openapi.HeaderRef("Location")}),
+			"201": oaSuccess("The new record.", n.schema+"ItemEnvelope", map[string]*openapi.Header{
+				"Location": openapi.HeaderRef("Location"), "ETag": openapi.HeaderRef("ETag"), "Idempotent-Replayed": openapi.HeaderRef("Idempotent-Replayed"),
+			}),
+			"409": b.shared("IdempotencyInProgress", oaIdempotencyConflict),
+			"422": b.shared("IdempotencyKeyReused", oaIdempotencyReused),
 			"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
 				"`invalid_create`: a field that is unknown or may not be sent on create (`id`, `organization_id`, `branch_id` and the server-set fields never may), a value of the wrong type, out of range, too long or not one of the enum's values, a missing required field, or a rule of the resource (a status flow) that the record breaks.\n\n"+
 				"`create_failed`: the database refused the record: a reference to no record of this tenant, or a duplicate of a unique value.",
@@ -307,13 +319,19 @@ func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *openapi.Operat
 			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
+		Parameters: []*openapi.Parameter{oaIfMatch(r), oaIdempotencyKey(b.g)},
 		RequestBody: &openapi.RequestBody{
 			Description: "The changes: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
 			Required:    true,
 			Content:     openapi.JSON(openapi.SchemaRef(n.schema + "Update")),
 		},
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("The record after the change.", n.schema+"ItemEnvelope", nil),
+			"200": oaSuccess("The record after the change.", n.schema+"ItemEnvelope", map[string]*openapi.Header{
+				"ETag": openapi.HeaderRef("ETag"), "Idempotent-Replayed": openapi.HeaderRef("Idempotent-Replayed"),
+			}),
+			"409": b.shared("IdempotencyInProgress", oaIdempotencyConflict),
+			"412": oaPreconditionFailed(n),
+			"422": b.shared("IdempotencyKeyReused", oaIdempotencyReused),
 			"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
 				"`invalid_update`: a field that is unknown or may not be changed, a value of the wrong type, out of range, too long or not one of the enum's values, null for a field that may not be null, a move the resource's rules forbid (a status flow), or a change the database refused (a reference to no record of this tenant, a duplicate of a unique value).",
 				oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object"),
@@ -337,8 +355,10 @@ func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *openapi.Operat
 			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
+		Parameters: []*openapi.Parameter{oaIfMatch(r)},
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("The deleted record.", n.schema+"ItemEnvelope", nil),
+			"200": oaSuccess("The deleted record.", n.schema+"ItemEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
+			"412": oaPreconditionFailed(n),
 			"400": openapi.ErrorResponse("`invalid_request`: a rule of the resource refused the delete, or the database refused it for a reason other than a reference.",
 				oaErr(apierrors.CodeInvalidRequest, "the database refused the values: a constraint is not met")),
 			"401": b.shared("Unauthorized", oaUnauthorized),

@@ -21,6 +21,7 @@ func oaHeaders() map[string]*openapi.Header {
 		Description: "The path of the new record: the request's path, then `/` and the new id.",
 		Schema:      &openapi.Schema{Type: "string", Format: "uri-reference"}, Required: true,
 	}
+	oaSyncHeaders(h)
 	return h
 }
 

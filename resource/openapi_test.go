@@ -497,7 +497,11 @@ func TestOpenAPIListParameters(t *testing.T) {
 	for _, p := range oaAt(t, doc, "paths", "/v1/{scopeId}/quotations", "get", "parameters").([]any) {
 		params[p.(map[string]any)["name"].(string)] = p.(map[string]any)
 	}
-	require.Len(t, params, 4)
+	require.Len(t, params, 6)
+	assert.Equal(t, "header", params["Prefer"]["in"])
+	assert.Equal(t, []any{"count=exact", "count=estimated", "count=none"}, oaAt(t, params["Prefer"], "schema", "enum"))
+	assert.Equal(t, false, params["fields"]["explode"])
+	assert.Contains(t, oaAt(t, params["fields"], "schema", "items", "enum"), "valid_until")
 	assert.Equal(t, map[string]any{"type": "integer", "minimum": 1.0, "maximum": float64(query.MaxLimit), "default": 50.0}, params["limit"]["schema"])
 	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "default"))
 	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "minimum"))
@@ -748,4 +752,64 @@ func TestOpenAPISections(t *testing.T) {
 		_, err = openAPIRegistry(t).OpenAPI(resource.OpenAPIInfo{Sections: []*openapi.Document{section}})
 		require.ErrorContains(t, err, "described twice")
 	})
+}
+
+// TestOpenAPISafeWrites: the document describes ETags and conditional
+// requests, idempotency keys and their answers on every operation that
+// takes them, and 428 only where a resource requires If-Match.
+func TestOpenAPISafeWrites(t *testing.T) {
+	t.Parallel()
+	rs := testResources()
+	for _, r := range rs {
+		if r.Name == "zones" {
+			r.RequireIfMatch = true
+		}
+	}
+	reg := &resource.Registry{}
+	require.NoError(t, reg.Register(rs...))
+	raw, err := reg.OpenAPI(resource.OpenAPIInfo{})
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+
+	params := func(op map[string]any) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		list, _ := op["parameters"].([]any)
+		for _, p := range list {
+			out[p.(map[string]any)["name"].(string)] = p.(map[string]any)
+		}
+		return out
+	}
+	for _, res := range []string{"quotations", "zones"} {
+		item := oaObj(t, doc, "paths", "/v1/{scopeId}/"+res+"/{id}")
+		collection := oaObj(t, doc, "paths", "/v1/{scopeId}/"+res)
+		required := res == "zones"
+
+		get := oaObj(t, item, "get")
+		assert.Contains(t, params(get), "If-None-Match", res)
+		assert.Contains(t, oaObj(t, get, "responses"), "304", res)
+		assert.Contains(t, oaObj(t, get, "responses", "200", "headers"), "ETag", res)
+
+		post := oaObj(t, collection, "post")
+		assert.Contains(t, params(post), "Idempotency-Key", res)
+		for _, code := range []string{"409", "422"} {
+			assert.Contains(t, oaObj(t, post, "responses"), code, res)
+		}
+		assert.Contains(t, oaObj(t, post, "responses", "201", "headers"), "Idempotent-Replayed", res)
+
+		for _, method := range []string{"patch", "delete"} {
+			op := oaObj(t, item, method)
+			ifMatch := params(op)["If-Match"]
+			require.NotNil(t, ifMatch, "%s %s", method, res)
+			assert.Equal(t, required, ifMatch["required"] == true, "%s %s", method, res)
+			responses := oaObj(t, op, "responses")
+			assert.Contains(t, responses, "412", "%s %s", method, res)
+			_, has428 := responses["428"]
+			assert.Equal(t, required, has428, "%s %s: 428 only where If-Match is required", method, res)
+			assert.Equal(t, "#/components/schemas/"+map[string]string{"quotations": "Quotation", "zones": "Zone"}[res],
+				oaAt(t, responses, "412", "content", "application/json", "schema", "properties", "data", "$ref"))
+		}
+		assert.Contains(t, params(oaObj(t, item, "patch")), "Idempotency-Key", res)
+	}
+	assert.Equal(t, []any{"integer", "null"}, oaAt(t, doc, "components", "schemas", "Pagination", "properties", "total", "type"))
 }
