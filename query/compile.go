@@ -109,12 +109,14 @@ func (q *Query) OrderBy(d Dialect) []string {
 // Page adds its condition, as Keyset returns it, instead of an offset:
 // LIMIT alone, the rows strictly after the cursor's position.
 func (q *Query) Page(d Dialect, b sq.SelectBuilder) sq.SelectBuilder {
+	if q.After != nil {
+		// One Where for the filters and the cursor: each squirrel builder
+		// call copies the builder's state.
+		return b.Where(where{filters: q.Filters, dialect: d, seek: &keyset{sort: q.Sort, after: q.After, dialect: d}}).
+			OrderBy(q.OrderBy(d)...).Suffix("LIMIT ?", q.Limit)
+	}
 	if len(q.Filters) > 0 {
 		b = b.Where(where{filters: q.Filters, dialect: d})
-	}
-	if q.After != nil {
-		return b.Where(keyset{sort: q.Sort, after: q.After, dialect: d}).
-			OrderBy(q.OrderBy(d)...).Suffix("LIMIT ?", q.Limit)
 	}
 	return b.OrderBy(q.OrderBy(d)...).Suffix("LIMIT ? OFFSET ?", q.Limit, q.Offset)
 }
@@ -160,10 +162,12 @@ func (o Order) term(d Dialect) string {
 	return o.column + " ASC"
 }
 
-// where is the squirrel condition of a list of filters.
+// where is the squirrel condition of a list of filters, and of a cursor
+// when seek is set.
 type where struct {
 	filters []Filter
 	dialect Dialect
+	seek    *keyset
 }
 
 // ToSql implements sq.Sqlizer. The SQL text holds only column names from
@@ -218,6 +222,17 @@ func (w where) ToSql() (string, []any, error) {
 		for _, v := range f.Values {
 			args = append(args, w.dialect.bind(f.typ, v))
 		}
+	}
+	if w.seek != nil {
+		sql, seekArgs, err := w.seek.ToSql()
+		if err != nil {
+			return "", nil, err
+		}
+		if len(w.filters) > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString(sql)
+		args = append(args, seekArgs...)
 	}
 	return b.String(), args, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"slices"
 	"strconv"
@@ -125,11 +126,20 @@ func appendFilter(b []byte, f *Filter) []byte {
 	return b
 }
 
+// tag returns the HMAC of a cursor's body under the schema's key, bound to
+// the full digest of the query's shape, cut to tagSize bytes. The keyed
+// hashes are pooled: keying one costs as much as the rest of the tag.
 func (s *Schema) tag(digest *[sha256.Size]byte, body []byte) []byte {
-	m := hmac.New(sha256.New, s.CursorKey)
+	m, _ := s.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, s.CursorKey)
+	}
 	m.Write(digest[:])
 	m.Write(body)
-	return m.Sum(make([]byte, 0, sha256.Size))[:tagSize]
+	sum := m.Sum(make([]byte, 0, sha256.Size))[:tagSize]
+	m.Reset()
+	s.macs.Put(m)
+	return sum
 }
 
 // decodeCursor checks the text of an after parameter against q, which
@@ -231,6 +241,8 @@ var (
 	minDay  = minTime.Unix() / 86400
 	maxDay  = maxTime.Unix()/86400 - 1
 )
+
+var errShort = errors.New("query: the cursor's position is cut short or out of range")
 
 // appendPosition appends the values of the sort keys: for a Nullable key a
 // byte 0 (NULL) or 1 first, then the value: a UUID in 16 bytes, a string
@@ -345,7 +357,6 @@ func appendValue(b []byte, t Type, v any) ([]byte, error) {
 // decodePosition reads what appendPosition wrote for sort, every byte of
 // it, and returns the values with the Go types of Filter.Values.
 func decodePosition(sort []Order, b []byte) ([]any, error) {
-	errShort := errors.New("cursor cut short")
 	values := make([]any, len(sort))
 	for i, o := range sort {
 		if o.nullable {
@@ -385,7 +396,7 @@ func decodePosition(sort []Order, b []byte) ([]any, error) {
 			}
 			f := math.Float64frombits(binary.BigEndian.Uint64(b))
 			if math.IsNaN(f) {
-				return nil, errors.New("NaN")
+				return nil, errShort
 			}
 			values[i] = f
 			b = b[8:]
@@ -414,7 +425,7 @@ func decodePosition(sort []Order, b []byte) ([]any, error) {
 		}
 	}
 	if len(b) != 0 {
-		return nil, errors.New("trailing bytes")
+		return nil, errShort
 	}
 	return values, nil
 }

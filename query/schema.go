@@ -176,6 +176,7 @@ type Schema struct {
 	validated sync.Once
 	invalid   error             // what Validate returned on the first Parse
 	identity  [sha256.Size]byte // what of the schema its cursors are bound to
+	macs      sync.Pool         // of hash.Hash, HMAC-SHA256 keyed with CursorKey
 }
 
 // check validates s the first time it is called and returns Validate's
