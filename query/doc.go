@@ -43,7 +43,9 @@
 // sort keys instead, and the next page is the rows strictly after it in
 // the list's order, (sort keys, id) > (the last row's), which an index on
 // those columns finds directly: page 2,000 costs what page 1 costs, and a
-// row that exists from the first page to the last comes exactly once.
+// row that exists from the first page to the last comes exactly once, as
+// long as its sort keys do not change (an update that moves a row across
+// the cursor moves it in the walk too).
 //
 // A schema with a CursorKey accepts after=<cursor> in place of offset (the
 // two together are refused). Query.NextCursor makes the cursor from the

@@ -16,7 +16,8 @@ import (
 type Query struct {
 	// Limit is the page size, between 1 and the schema's max limit.
 	Limit int
-	// Offset is the number of records skipped, at least 0.
+	// Offset is the number of records skipped, at least 0; always 0 with a
+	// cursor (After).
 	Offset int64
 	// Sort is the order, the tiebreaker always last.
 	Sort []Order
