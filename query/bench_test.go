@@ -1,8 +1,10 @@
 package query_test
 
 import (
+	"maps"
 	"net/url"
 	"testing"
+	"time"
 
 	sq "github.com/Masterminds/squirrel"
 	"github.com/stretchr/testify/require"
@@ -40,13 +42,19 @@ func benchSchema() *query.Schema {
 		},
 		DefaultSort: "created_at:desc",
 		Reserved:    []string{"organization_id", "branch_id"},
+		Name:        "quotations",
+		CursorKey:   []byte("benchmark cursor key of 32 bytes"),
 	}
 }
 
 // parseCompile is the measured work: parse the request and build the page
 // and count statements for PostgreSQL.
 func parseCompile(s *query.Schema) (string, []any, string, []any, error) {
-	q, err := s.Parse(benchValues)
+	return parseCompileValues(s, benchValues)
+}
+
+func parseCompileValues(s *query.Schema, values url.Values) (string, []any, string, []any, error) {
+	q, err := s.Parse(values)
 	if err != nil {
 		return "", nil, "", nil, err
 	}
@@ -129,6 +137,61 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Parse(benchValues); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchCursorValues is benchValues with a cursor in place of the offset:
+// the same filters and sort, the page after a row of 2026-03-01.
+func benchCursorValues(tb testing.TB, s *query.Schema) url.Values {
+	tb.Helper()
+	q, err := s.Parse(benchValues)
+	require.NoError(tb, err)
+	c, err := q.NextCursor([]any{time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), "0a1b2c3d-0000-4000-8000-000000001234"})
+	require.NoError(tb, err)
+	v := maps.Clone(benchValues)
+	delete(v, "offset")
+	v.Set("after", c)
+	return v
+}
+
+// TestBenchmarkCursorSQL shows what BenchmarkParseCompileCursor builds: the
+// same statements as with the offset, a row-value condition in place of
+// OFFSET.
+func TestBenchmarkCursorSQL(t *testing.T) {
+	s := benchSchema()
+	v := benchCursorValues(t, s)
+	t.Logf("cursor: %s (%d bytes)", v.Get("after"), len(v.Get("after")))
+	page, args, _, _, err := parseCompileValues(s, v)
+	require.NoError(t, err)
+	require.Contains(t, page, "quotation_number ILIKE $4 ESCAPE '!' AND (quotation_date, id) < ($5, $6) ORDER BY quotation_date DESC, id DESC LIMIT $7")
+	require.Equal(t, []any{benchBranch, "draft", "2026-01-01", "%Q-2026%", "2026-03-01", "0a1b2c3d-0000-4000-8000-000000001234", 50}, args)
+}
+
+// BenchmarkParseCompileCursor is BenchmarkParseCompile with after=<cursor>
+// instead of offset=100: the cursor's decoding and HMAC on top of the same
+// work.
+func BenchmarkParseCompileCursor(b *testing.B) {
+	s := benchSchema()
+	v := benchCursorValues(b, s)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, _, err := parseCompileValues(s, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNextCursor is the making of one cursor, once a page.
+func BenchmarkNextCursor(b *testing.B) {
+	s := benchSchema()
+	q, err := s.Parse(benchValues)
+	require.NoError(b, err)
+	last := []any{time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), "0a1b2c3d-0000-4000-8000-000000001234"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := q.NextCursor(last); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -105,16 +105,44 @@ func (q *Query) OrderBy(d Dialect) []string {
 // Page adds q's filters, order, limit and offset to b, a SELECT that
 // already names its columns, its table and any conditions of the caller
 // (the tenant, say). Limit and offset are bound parameters, so every page
-// of a request shape has the same SQL text.
+// of a request shape has the same SQL text. When q has a cursor (After),
+// Page adds its condition, as Keyset returns it, instead of an offset:
+// LIMIT alone, the rows strictly after the cursor's position.
 func (q *Query) Page(d Dialect, b sq.SelectBuilder) sq.SelectBuilder {
+	if q.After != nil {
+		// One Where for the filters and the cursor: each squirrel builder
+		// call copies the builder's state.
+		return b.Where(where{filters: q.Filters, dialect: d, seek: &keyset{sort: q.Sort, after: q.After, dialect: d}}).
+			OrderBy(q.OrderBy(d)...).Suffix("LIMIT ?", q.Limit)
+	}
 	if len(q.Filters) > 0 {
 		b = b.Where(where{filters: q.Filters, dialect: d})
 	}
 	return b.OrderBy(q.OrderBy(d)...).Suffix("LIMIT ? OFFSET ?", q.Limit, q.Offset)
 }
 
+// Keyset returns the condition of q's cursor: the rows that come strictly
+// after the position After in the order OrderBy gives, every value a bound
+// ? parameter. It returns nil when q has no cursor. Page adds it; Keyset
+// is for a caller that builds its statement with Where and OrderBy.
+//
+// When every sort key has the same direction and none is Nullable, the
+// condition is one row-value comparison, (a, b, id) > (?, ?, ?) (< when
+// descending), which an index on (a, b, id) serves directly. Otherwise it
+// is the equivalent chain a > ? OR (a = ? AND (b < ? OR (b = ? AND id <
+// ?))), led by a bound on the first key (a >= ?) where one holds, in which
+// a NULL sorts after every value ascending and before every value
+// descending, as OrderBy places NULLs.
+func (q *Query) Keyset(d Dialect) sq.Sqlizer {
+	if q.After == nil {
+		return nil
+	}
+	return keyset{sort: q.Sort, after: q.After, dialect: d}
+}
+
 // Count adds q's filters to b, typically sq.Select("COUNT(*)").From(table)
-// with the caller's conditions, for the total of every matching record.
+// with the caller's conditions, for the total of every matching record. A
+// cursor does not change the count: it is the total of the whole list.
 func (q *Query) Count(d Dialect, b sq.SelectBuilder) sq.SelectBuilder {
 	if len(q.Filters) > 0 {
 		b = b.Where(where{filters: q.Filters, dialect: d})
@@ -134,10 +162,12 @@ func (o Order) term(d Dialect) string {
 	return o.column + " ASC"
 }
 
-// where is the squirrel condition of a list of filters.
+// where is the squirrel condition of a list of filters, and of a cursor
+// when seek is set.
 type where struct {
 	filters []Filter
 	dialect Dialect
+	seek    *keyset
 }
 
 // ToSql implements sq.Sqlizer. The SQL text holds only column names from
@@ -192,6 +222,17 @@ func (w where) ToSql() (string, []any, error) {
 		for _, v := range f.Values {
 			args = append(args, w.dialect.bind(f.typ, v))
 		}
+	}
+	if w.seek != nil {
+		sql, seekArgs, err := w.seek.ToSql()
+		if err != nil {
+			return "", nil, err
+		}
+		if len(w.filters) > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString(sql)
+		args = append(args, seekArgs...)
 	}
 	return b.String(), args, nil
 }
@@ -262,4 +303,140 @@ func globPattern(p string) string {
 		}
 	}
 	return b.String()
+}
+
+// keyset is the squirrel condition of a cursor: the rows strictly after a
+// position in the order of sort.
+type keyset struct {
+	sort    []Order
+	after   []any
+	dialect Dialect
+}
+
+// ToSql implements sq.Sqlizer. The SQL holds column names, operators and
+// placeholders only; which of IS NULL and = a key gets depends on whether
+// the position holds NULL there, never on a value.
+func (k keyset) ToSql() (string, []any, error) {
+	if len(k.after) != len(k.sort) || len(k.sort) == 0 {
+		return "", nil, fmt.Errorf("query: the cursor position has %d values for %d sort keys", len(k.after), len(k.sort))
+	}
+	for i, o := range k.sort {
+		if k.after[i] == nil && !o.nullable {
+			return "", nil, fmt.Errorf("query: the cursor position is NULL for %q, which is not Nullable", o.Field)
+		}
+	}
+	var b strings.Builder
+	b.Grow(24 * len(k.sort))
+	args := make([]any, 0, 2*len(k.sort))
+	if k.rowValue() {
+		op := " > "
+		if k.sort[0].Desc {
+			op = " < "
+		}
+		if len(k.sort) == 1 {
+			b.WriteString(k.sort[0].column)
+			b.WriteString(op)
+			b.WriteString("?")
+		} else {
+			b.WriteString("(")
+			for i, o := range k.sort {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(o.column)
+			}
+			b.WriteString(")")
+			b.WriteString(op)
+			b.WriteString("(")
+			for i := range k.sort {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("?")
+			}
+			b.WriteString(")")
+		}
+		for i, o := range k.sort {
+			args = append(args, k.dialect.bind(o.typ, k.after[i]))
+		}
+		return b.String(), args, nil
+	}
+	// A bound on the first key lets an index on it start the scan at the
+	// cursor: every row after a non-NULL position has a first key at least
+	// (ascending, NULLs aside) or at most (descending) the position's.
+	if first := k.sort[0]; len(k.sort) > 1 && k.after[0] != nil && (first.Desc || !first.nullable) {
+		b.WriteString(first.column)
+		if first.Desc {
+			b.WriteString(" <= ? AND ")
+		} else {
+			b.WriteString(" >= ? AND ")
+		}
+		args = append(args, k.dialect.bind(first.typ, k.after[0]))
+	}
+	b.WriteString("(")
+	args = k.chain(&b, args, 0)
+	b.WriteString(")")
+	return b.String(), args, nil
+}
+
+// rowValue reports whether the keys can be compared as one row value: the
+// same direction and no NULLs.
+func (k keyset) rowValue() bool {
+	for _, o := range k.sort {
+		if o.nullable || o.Desc != k.sort[0].Desc {
+			return false
+		}
+	}
+	return true
+}
+
+// chain writes the condition "after the position on keys i and on":
+// after on key i, or equal on key i and after on the keys that follow.
+func (k keyset) chain(b *strings.Builder, args []any, i int) []any {
+	o, v := k.sort[i], k.after[i]
+	last := i == len(k.sort)-1
+	// After on key i; nothing comes after a NULL ascending, as NULLs are
+	// last then.
+	switch {
+	case v == nil && !o.Desc:
+		if last {
+			b.WriteString("1 = 0")
+			return args
+		}
+	case v == nil:
+		b.WriteString(o.column)
+		b.WriteString(" IS NOT NULL")
+	case o.Desc:
+		b.WriteString(o.column)
+		b.WriteString(" < ?")
+		args = append(args, k.dialect.bind(o.typ, v))
+	case o.nullable:
+		b.WriteString("(")
+		b.WriteString(o.column)
+		b.WriteString(" > ? OR ")
+		b.WriteString(o.column)
+		b.WriteString(" IS NULL)")
+		args = append(args, k.dialect.bind(o.typ, v))
+	default:
+		b.WriteString(o.column)
+		b.WriteString(" > ?")
+		args = append(args, k.dialect.bind(o.typ, v))
+	}
+	if last {
+		return args
+	}
+	if v != nil || o.Desc {
+		b.WriteString(" OR ")
+	}
+	b.WriteString("(")
+	b.WriteString(o.column)
+	if v == nil {
+		b.WriteString(" IS NULL AND (")
+	} else {
+		b.WriteString(" = ? AND (")
+		args = append(args, k.dialect.bind(o.typ, v))
+	}
+	args = k.chain(b, args, i+1)
+	b.WriteString("))")
+	return args
 }

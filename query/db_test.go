@@ -94,6 +94,12 @@ func load(t *testing.T, db *sql.DB, d query.Dialect, rows []fixture) {
 	}
 	_, err := db.Exec(ddl)
 	require.NoError(t, err)
+	insert(t, db, d, rows)
+}
+
+// insert adds rows to the items table.
+func insert(t *testing.T, db *sql.DB, d query.Dialect, rows []fixture) {
+	t.Helper()
 	for _, r := range rows {
 		var day, comment any
 		if r.day != nil {
@@ -102,10 +108,10 @@ func load(t *testing.T, db *sql.DB, d query.Dialect, rows []fixture) {
 		if r.comment != nil {
 			comment = *r.comment
 		}
-		insert := sq.Insert("items").
+		stmt := sq.Insert("items").
 			Columns("id", "name", "status", "packages", "weight", "day", "created_at", "active", "comment", "ref_code").
 			Values(r.id, r.name, r.status, r.packages, r.weight, day, d.Timestamp(r.createdAt), r.active, comment, r.code)
-		text, args, err := d.SQL(insert)
+		text, args, err := d.SQL(stmt)
 		require.NoError(t, err)
 		_, err = db.Exec(text, args...)
 		require.NoError(t, err)
@@ -334,6 +340,18 @@ func compareField(a, b fixture, field string) int {
 			return -1
 		}
 		return a.day.Compare(*b.day)
+	case "comment":
+		switch {
+		case a.comment == nil && b.comment == nil:
+			return 0
+		case a.comment == nil:
+			return 1
+		case b.comment == nil:
+			return -1
+		}
+		return cmp.Compare(*a.comment, *b.comment)
+	case "active":
+		return cmp.Compare(boolInt(a.active), boolInt(b.active))
 	}
 	panic("no comparison for " + field)
 }
@@ -341,3 +359,10 @@ func compareField(a, b fixture, field string) int {
 // TestMain runs the tests with testdb.Main, which says how many skipped for want of
 // PostgreSQL or Redis.
 func TestMain(m *testing.M) { testdb.Main(m) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -150,3 +150,79 @@ func ExampleSchema_Parse() {
 	// invalid_request: sort on "total_packages": direction must be asc or desc, not "sideways"
 	// invalid_request: unknown query parameter "page"; a list takes limit, offset, sort and filter
 }
+
+// A walk with cursors: the last row of each page makes the cursor of the
+// next, which the client sends back as after with the same filters and
+// sort. A cursor used with another sort is refused.
+func ExampleQuery_NextCursor() {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`CREATE TABLE accounts (id TEXT PRIMARY KEY, company_name TEXT NOT NULL);
+		INSERT INTO accounts VALUES
+			('00000000-0000-4000-8000-000000000001', 'Acme Freight'),
+			('00000000-0000-4000-8000-000000000002', 'Bolt Haulage'),
+			('00000000-0000-4000-8000-000000000003', 'Acme_Logistics'),
+			('00000000-0000-4000-8000-000000000004', 'Cargo Co'),
+			('00000000-0000-4000-8000-000000000005', 'Delta Lines')`); err != nil {
+		log.Fatal(err)
+	}
+	accounts := &query.Schema{
+		Name: "accounts",
+		// In a server: 32 random bytes from its secrets, the same on every
+		// instance.
+		CursorKey: []byte("an example key, 32 bytes or more"),
+		Fields: []query.Field{
+			{Name: "id", Type: query.UUID, Sortable: true},
+			{Name: "company_name", Type: query.String, Sortable: true},
+		},
+	}
+
+	const list = "sort=company_name:desc&limit=2"
+	after := ""
+	for page := 1; ; page++ {
+		q, err := accounts.ParseQuery(list + after)
+		if err != nil {
+			log.Fatal(err)
+		}
+		text, args, err := query.SQLite.SQL(q.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
+		if err != nil {
+			log.Fatal(err)
+		}
+		rows, err := db.Query(text, args...)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var names []string
+		var last []any // the values of q.Sort: company_name, then id
+		for rows.Next() {
+			var id, name string
+			if err := rows.Scan(&id, &name); err != nil {
+				log.Fatal(err)
+			}
+			names = append(names, name)
+			last = []any{name, id}
+		}
+		rows.Close()
+		fmt.Println(page, names)
+		if len(names) < q.Limit {
+			break
+		}
+		cursor, err := q.NextCursor(last)
+		if err != nil {
+			log.Fatal(err)
+		}
+		after = "&after=" + cursor
+	}
+
+	_, err = accounts.ParseQuery("sort=company_name:asc&limit=2" + after)
+	fmt.Println(err)
+	// Output:
+	// 1 [Delta Lines Cargo Co]
+	// 2 [Bolt Haulage Acme_Logistics]
+	// 3 [Acme Freight]
+	// invalid_request: after: the cursor does not belong to this query: it was issued for other filters, another sort or another list; repeat the filter and sort of the request that returned it, or start again without after
+}

@@ -16,12 +16,21 @@ import (
 type Query struct {
 	// Limit is the page size, between 1 and the schema's max limit.
 	Limit int
-	// Offset is the number of records skipped, at least 0.
+	// Offset is the number of records skipped, at least 0; always 0 with a
+	// cursor (After).
 	Offset int64
 	// Sort is the order, the tiebreaker always last.
 	Sort []Order
 	// Filters are ANDed.
 	Filters []Filter
+	// After is the position of the cursor that the after parameter gave:
+	// the values of the sort keys of the last row of the previous page, in
+	// the order of Sort (the tiebreaker last), nil for NULL, with the Go
+	// types that Filter.Values documents. Page returns the rows that come
+	// strictly after it. Nil when there is no cursor.
+	After []any
+
+	schema *Schema // the schema that parsed the query, for NextCursor
 }
 
 // Order is one sort key.
@@ -33,6 +42,7 @@ type Order struct {
 
 	column   string
 	nullable bool
+	typ      Type
 }
 
 // Filter is one parsed filter=field:op:value.
@@ -58,6 +68,7 @@ const (
 	paramOffset = "offset"
 	paramSort   = "sort"
 	paramFilter = "filter"
+	paramAfter  = "after"
 )
 
 // ParseQuery decodes a raw query string (r.URL.RawQuery) and parses it as
@@ -80,8 +91,9 @@ func describeDecodeError(err error) string {
 	return err.Error()
 }
 
-// Parse reads limit, offset, sort and filter from values, as the package
-// documentation describes them. Any other parameter that the schema does
+// Parse reads limit, offset, after, sort and filter from values, as the
+// package documentation describes them; after is refused when the schema
+// has no CursorKey, and with offset. Any other parameter that the schema does
 // not list in Params is rejected: a filter is never dropped silently. Every error is an
 // invalid_request *apierrors.Error that names the parameter or field and
 // the reason, but for a schema that does not validate: that fails every
@@ -94,7 +106,12 @@ func (s *Schema) Parse(values url.Values) (*Query, error) {
 	if err := s.checkParams(values); err != nil {
 		return nil, err
 	}
-	q := &Query{Limit: s.defaultLimit()}
+	_, hasOffset := values[paramOffset]
+	after, hasAfter := values[paramAfter]
+	if hasAfter && hasOffset {
+		return nil, apierrors.InvalidRequest("after and offset cannot be combined: after continues from the last row of the previous page, whatever its offset; drop offset")
+	}
+	q := &Query{Limit: s.defaultLimit(), schema: s}
 	if v, ok := values[paramLimit]; ok {
 		n, err := single(paramLimit, v)
 		if err != nil {
@@ -137,6 +154,15 @@ func (s *Schema) Parse(values url.Values) (*Query, error) {
 			}
 		}
 	}
+	if hasAfter {
+		cursor, err := single(paramAfter, after)
+		if err != nil {
+			return nil, err
+		}
+		if q.After, err = q.decodeCursor(cursor); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
 }
 
@@ -147,7 +173,7 @@ func (s *Schema) checkParams(values url.Values) error {
 	found := false
 	for k := range values {
 		switch k {
-		case paramLimit, paramOffset, paramSort, paramFilter:
+		case paramLimit, paramOffset, paramAfter, paramSort, paramFilter:
 			continue
 		}
 		if slices.Contains(s.Params, k) {
@@ -158,6 +184,9 @@ func (s *Schema) checkParams(values url.Values) error {
 		}
 	}
 	if found {
+		if s.CursorKey != nil {
+			return apierrors.InvalidRequest("unknown query parameter %s; a list takes limit, offset, after, sort and filter", quote(unknown))
+		}
 		return apierrors.InvalidRequest("unknown query parameter %s; a list takes limit, offset, sort and filter", quote(unknown))
 	}
 	return nil
@@ -226,7 +255,7 @@ func (s *Schema) parseSort(values []string) ([]Order, error) {
 					return nil, apierrors.InvalidRequest("sort on %s: the field is named twice", quote(name))
 				}
 			}
-			orders = append(orders, Order{Field: name, Desc: desc, column: f.column(), nullable: f.Nullable})
+			orders = append(orders, Order{Field: name, Desc: desc, column: f.column(), nullable: f.Nullable, typ: f.Type})
 		}
 	}
 	tb := s.tiebreaker()
@@ -237,7 +266,7 @@ func (s *Schema) parseSort(values []string) ([]Order, error) {
 	}
 	f := s.field(tb)
 	desc := len(orders) > 0 && orders[len(orders)-1].Desc
-	return append(orders, Order{Field: tb, Desc: desc, column: f.column(), nullable: f.Nullable}), nil
+	return append(orders, Order{Field: tb, Desc: desc, column: f.column(), nullable: f.Nullable, typ: f.Type}), nil
 }
 
 // parseFilter parses one field:op:value, split on its first two colons only.

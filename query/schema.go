@@ -1,6 +1,7 @@
 package query
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sync"
@@ -158,15 +159,33 @@ type Schema struct {
 	// Params names further query parameters the caller handles itself.
 	// Every other unknown parameter is rejected.
 	Params []string
+	// Name names the resource, such as "quotations". It is bound into every
+	// cursor, with the fields' names, columns and types, so that a list
+	// refuses the cursors of another list that shares its CursorKey.
+	Name string
+	// CursorKey authenticates the cursors of cursor pages (the after
+	// parameter) with HMAC-SHA256; it must hold at least
+	// MinCursorKeyLength secret random bytes. One key may serve every
+	// schema of a server, and every instance of the server must hold the
+	// same one; replacing it voids the cursors handed out. Nil means the
+	// list pages with offset only: after is refused with a 400 and
+	// NextCursor fails. There is no random default key, as cursors made
+	// under one would fail on another instance or after a restart.
+	CursorKey []byte
 
 	validated sync.Once
-	invalid   error // what Validate returned on the first Parse
+	invalid   error             // what Validate returned on the first Parse
+	identity  [sha256.Size]byte // what of the schema its cursors are bound to
+	macs      sync.Pool         // of hash.Hash, HMAC-SHA256 keyed with CursorKey
 }
 
 // check validates s the first time it is called and returns Validate's
 // answer, the same on every call.
 func (s *Schema) check() error {
-	s.validated.Do(func() { s.invalid = s.Validate() })
+	s.validated.Do(func() {
+		s.invalid = s.Validate()
+		s.identity = s.identityDigest()
+	})
 	return s.invalid
 }
 
@@ -204,8 +223,9 @@ func (s *Schema) tiebreaker() string {
 // without a name or with a duplicate one, an unknown type, an enum without
 // values, an operator the field's type does not allow, a column that is not
 // a plain identifier, a reserved field declared filterable or sortable, a
-// tiebreaker that is not a field, a default sort that does not parse, or
-// limits that contradict each other.
+// tiebreaker that is not a field, a default sort that does not parse,
+// limits that contradict each other, or a CursorKey shorter than
+// MinCursorKeyLength.
 func (s *Schema) Validate() error {
 	seen := make(map[string]bool, len(s.Fields))
 	for i := range s.Fields {
@@ -243,6 +263,9 @@ func (s *Schema) Validate() error {
 	}
 	if s.defaultLimit() > s.maxLimit() {
 		return fmt.Errorf("query: default limit %d is above the max limit %d", s.defaultLimit(), s.maxLimit())
+	}
+	if s.CursorKey != nil && len(s.CursorKey) < MinCursorKeyLength {
+		return fmt.Errorf("query: the cursor key is %d bytes; it needs at least %d", len(s.CursorKey), MinCursorKeyLength)
 	}
 	if s.DefaultSort != "" {
 		if _, err := s.parseSort([]string{s.DefaultSort}); err != nil {

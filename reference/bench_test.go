@@ -29,8 +29,8 @@ const benchQuery = "filter=status:eq:draft&filter=valid_until:gte:2026-05-26&sor
 
 // benchData is a PostgreSQL database with n quotations in one branch.
 type benchData struct {
-	url, org, branch string
-	db               *sql.DB
+	url, org, branch, account string
+	db                        *sql.DB
 }
 
 // loadQuotations loads n quotations into a schema of their own.
@@ -49,8 +49,8 @@ func loadQuotationsAt(b *testing.B, dbURL string, n int) benchData {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	d := benchData{url: dbURL, org: newID(), branch: newID(), db: db}
-	account := newID()
+	d := benchData{url: dbURL, org: newID(), branch: newID(), account: newID(), db: db}
+	account := d.account
 	start := time.Now()
 	for _, stmt := range []string{
 		fmt.Sprintf(`INSERT INTO organizations (id, name) VALUES ('%s', 'Bench')`, d.org),

@@ -1,0 +1,384 @@
+package query_test
+
+import (
+	"encoding/base64"
+	"math"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+)
+
+var cursorKey = []byte("test cursor key, 32 bytes or more")
+
+// cursorSchema is testSchema with cursors on and comment sortable, so that
+// a nullable string can be a sort key.
+func cursorSchema() *query.Schema {
+	s := testSchema()
+	s.Name = "items"
+	s.CursorKey = cursorKey
+	for i := range s.Fields {
+		if s.Fields[i].Name == "comment" {
+			s.Fields[i].Sortable = true
+		}
+	}
+	return s
+}
+
+// cursorFor parses raw on s and returns the cursor after the row whose
+// sort keys hold last.
+func cursorFor(t *testing.T, s *query.Schema, raw string, last ...any) string {
+	t.Helper()
+	q, err := s.ParseQuery(raw)
+	require.NoError(t, err)
+	c, err := q.NextCursor(last)
+	require.NoError(t, err)
+	return c
+}
+
+func requireInvalid(t *testing.T, err error, want string) {
+	t.Helper()
+	require.Error(t, err)
+	e, ok := apierrors.As(err)
+	require.True(t, ok, "want an *apierrors.Error, got %T", err)
+	assert.Equal(t, apierrors.CodeInvalidRequest, e.Code)
+	assert.Equal(t, 400, e.Status)
+	assert.Contains(t, e.Description, want)
+}
+
+const (
+	anID     = "0a1b2c3d-0000-4000-8000-00000000abcd"
+	wantBad  = "the cursor is not valid"
+	wantElse = "the cursor does not belong to this query"
+)
+
+func TestCursorRefused(t *testing.T) {
+	s := cursorSchema()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	good := cursorFor(t, s, "filter=status:eq:draft&sort=created_at:asc", at, anID)
+	raw, err := base64.RawURLEncoding.DecodeString(good)
+	require.NoError(t, err)
+	reencode := func(change func([]byte)) string {
+		b := append([]byte(nil), raw...)
+		change(b)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	other := cursorSchema()
+	other.Name = "other_items"
+	otherKey := cursorSchema()
+	otherKey.CursorKey = []byte("another key that is 32 bytes long")
+	noKey := testSchema()
+
+	cases := []struct {
+		name   string
+		schema *query.Schema
+		query  string
+		want   string
+	}{
+		{"after with offset", s, "after=" + good + "&offset=0", "after and offset cannot be combined"},
+		{"after with offset, offset first", s, "offset=10&after=x", "drop offset"},
+		{"no cursor key", noKey, "after=" + good, "this list pages with offset, not with cursors"},
+		{"empty", s, "after=", "the cursor is empty"},
+		{"twice", s, "after=" + good + "&after=" + good, "after may be given once"},
+		{"too long", s, "after=" + strings.Repeat("A", query.MaxCursorLength+1), "longer than 1024 bytes"},
+		{"not base64url", s, "after=" + url.QueryEscape("a+b/c=="), wantBad},
+		{"padding", s, "after=" + good + "%3D", wantBad},
+		{"newline", s, "after=" + good[:10] + "%0A" + good[10:] + "&filter=status:eq:draft&sort=created_at:asc", wantBad},
+		{"truncated", s, "filter=status:eq:draft&sort=created_at:asc&after=" + good[:len(good)-3], wantBad},
+		{"cut to the overhead", s, "filter=status:eq:draft&sort=created_at:asc&after=" + good[:20], wantBad},
+		{"extra byte", s, "filter=status:eq:draft&sort=created_at:asc&after=" + reencode(func([]byte) {}) + "AA", wantBad},
+		{"position changed", s, "filter=status:eq:draft&sort=created_at:asc&after=" + reencode(func(b []byte) { b[12] ^= 1 }), wantBad},
+		{"tag changed", s, "filter=status:eq:draft&sort=created_at:asc&after=" + reencode(func(b []byte) { b[len(b)-1] ^= 0x80 }), wantBad},
+		{"other version", s, "filter=status:eq:draft&sort=created_at:asc&after=" + reencode(func(b []byte) { b[0] = 2 }), "another version"},
+		{"other filter value", s, "filter=status:eq:sent&sort=created_at:asc&after=" + good, wantElse},
+		{"filter dropped", s, "sort=created_at:asc&after=" + good, wantElse},
+		{"filter added", s, "filter=status:eq:draft&filter=active:eq:true&sort=created_at:asc&after=" + good, wantElse},
+		{"other operator", s, "filter=status:ne:draft&sort=created_at:asc&after=" + good, wantElse},
+		{"other direction", s, "filter=status:eq:draft&sort=created_at:desc&after=" + good, wantElse},
+		{"other sort key", s, "filter=status:eq:draft&sort=packages:asc&after=" + good, wantElse},
+		{"default sort instead", s, "filter=status:eq:draft&after=" + good, wantElse},
+		{"other schema", other, "filter=status:eq:draft&sort=created_at:asc&after=" + good, wantElse},
+		{"other key", otherKey, "filter=status:eq:draft&sort=created_at:asc&after=" + good, wantBad},
+		{"unknown parameter names after", s, "page=2", "a list takes limit, offset, after, sort and filter"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := tc.schema.ParseQuery(tc.query)
+			assert.Nil(t, q)
+			requireInvalid(t, err, tc.want)
+		})
+	}
+
+	t.Run("every character flipped", func(t *testing.T) {
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		for i := range good {
+			j := strings.IndexByte(alphabet, good[i])
+			require.GreaterOrEqual(t, j, 0)
+			for _, delta := range []int{1, 32} {
+				bad := good[:i] + string(alphabet[(j+delta)%64]) + good[i+1:]
+				_, err := s.ParseQuery("filter=status:eq:draft&sort=created_at:asc&after=" + bad)
+				requireInvalid(t, err, "start again without after")
+			}
+		}
+	})
+
+	t.Run("accepted", func(t *testing.T) {
+		for _, raw := range []string{
+			"filter=status:eq:draft&sort=created_at:asc&after=" + good,
+			"filter=status:eq:draft&sort=created_at:asc&limit=7&after=" + good, // the limit may change
+		} {
+			q, err := s.ParseQuery(raw)
+			require.NoError(t, err, raw)
+			assert.Equal(t, []any{at, anID}, q.After)
+		}
+		two := cursorFor(t, s, "filter=status:eq:draft&filter=active:eq:true&sort=packages:desc", int64(3), anID)
+		q, err := s.ParseQuery("filter=active:eq:true&filter=status:eq:draft&sort=packages:desc&after=" + two)
+		require.NoError(t, err, "the order of the filters does not matter")
+		assert.Equal(t, []any{int64(3), anID}, q.After)
+	})
+}
+
+// TestCursorRoundTrip checks that every field type, in the Go types that
+// Filter.Values documents and in those the drivers scan into an any, comes
+// back from a cursor as the documented Go type and the same value.
+func TestCursorRoundTrip(t *testing.T) {
+	s := &query.Schema{
+		Name:      "every_type",
+		CursorKey: cursorKey,
+		Fields: []query.Field{
+			{Name: "id", Type: query.UUID, Sortable: true},
+			{Name: "u", Type: query.UUID, Sortable: true, Nullable: true},
+			{Name: "s", Type: query.String, Sortable: true, Nullable: true},
+			{Name: "e", Type: query.Enum, Values: []string{"draft", "sent"}, Sortable: true},
+			{Name: "i", Type: query.Integer, Sortable: true, Nullable: true},
+			{Name: "n", Type: query.Number, Sortable: true, Nullable: true},
+			{Name: "d", Type: query.Date, Sortable: true, Nullable: true},
+			{Name: "ts", Type: query.Timestamp, Sortable: true, Nullable: true},
+			{Name: "b", Type: query.Boolean, Sortable: true, Nullable: true},
+		},
+	}
+	require.NoError(t, s.Validate())
+	paris := time.FixedZone("CET", 3600)
+	micro := time.Date(2026, 3, 29, 1, 59, 59, 999999000, time.UTC)
+	cases := []struct {
+		field string
+		in    any
+		want  any
+	}{
+		{"u", "0A1B2C3D-0000-4000-8000-00000000ABCD", anID},
+		{"u", []byte(anID), anID},
+		{"u", "ffffffff-ffff-ffff-ffff-ffffffffffff", "ffffffff-ffff-ffff-ffff-ffffffffffff"},
+		{"u", nil, nil},
+		{"s", "", ""},
+		{"s", "héllo, wörld \"quoted\" \x00\n", "héllo, wörld \"quoted\" \x00\n"},
+		{"s", []byte("bytes"), "bytes"},
+		{"s", nil, nil},
+		{"e", "sent", "sent"},
+		{"e", "retired", "retired"}, // a value the schema no longer lists still pages
+		{"i", int64(math.MinInt64), int64(math.MinInt64)},
+		{"i", int64(math.MaxInt64), int64(math.MaxInt64)},
+		{"i", 0, int64(0)},
+		{"i", int32(-7), int64(-7)},
+		{"i", uint8(200), int64(200)},
+		{"i", nil, nil},
+		{"n", 12.345, 12.345},
+		{"n", 0.1, 0.1},
+		{"n", -1e300, -1e300},
+		{"n", math.Inf(1), math.Inf(1)},
+		{"n", float32(2.5), 2.5},
+		{"n", int64(3), 3.0},
+		{"n", "12.345", 12.345},     // PostgreSQL numeric, pgx
+		{"n", []byte("0.100"), 0.1}, // numeric as bytes
+		{"n", nil, nil},
+		{"d", time.Date(2026, 2, 28, 0, 0, 0, 0, time.UTC), time.Date(2026, 2, 28, 0, 0, 0, 0, time.UTC)},
+		{"d", time.Date(2026, 2, 28, 23, 30, 0, 0, paris), time.Date(2026, 2, 28, 0, 0, 0, 0, time.UTC)},
+		{"d", "1969-12-31", time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)},
+		{"d", "0001-01-01", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"d", "9999-12-31", time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)},
+		{"d", nil, nil},
+		{"ts", micro, micro},
+		{"ts", micro.In(paris), micro},
+		{"ts", micro.Add(999), micro}, // nanoseconds beyond the microsecond are dropped
+		{"ts", time.Date(1900, 1, 1, 0, 0, 0, 1000, time.UTC), time.Date(1900, 1, 1, 0, 0, 0, 1000, time.UTC)},
+		{"ts", "2026-03-29T01:59:59.999999Z", micro},      // SQLite's text
+		{"ts", "2026-03-29T03:59:59.999999+02:00", micro}, // RFC 3339
+		{"ts", nil, nil},
+		{"b", true, true},
+		{"b", false, false},
+		{"b", int64(1), true}, // SQLite's INTEGER
+		{"b", int64(0), false},
+		{"b", nil, nil},
+	}
+	for _, tc := range cases {
+		for _, dir := range []string{"asc", "desc"} {
+			raw := "sort=" + tc.field + ":" + dir
+			c := cursorFor(t, s, raw, tc.in, anID)
+			assert.LessOrEqual(t, len(c), 96, "%s: %s", tc.field, c)
+			q, err := s.ParseQuery(raw + "&after=" + c)
+			require.NoError(t, err, "%s %v", tc.field, tc.in)
+			assert.Equal(t, []any{tc.want, anID}, q.After, "%s %#v", tc.field, tc.in)
+
+			again, err := q.NextCursor(q.After)
+			require.NoError(t, err)
+			assert.Equal(t, c, again, "a decoded position encodes to the same cursor")
+		}
+	}
+
+	t.Run("every key at once", func(t *testing.T) {
+		raw := "sort=e:desc,u,s:desc,i,n:desc,d,ts:desc,b"
+		last := []any{"draft", nil, "x", int64(-1), 2.5, nil, micro, false, anID}
+		c := cursorFor(t, s, raw, last...)
+		q, err := s.ParseQuery(raw + "&after=" + c)
+		require.NoError(t, err)
+		assert.Equal(t, last, q.After)
+		t.Logf("cursor of 9 keys: %d bytes", len(c))
+	})
+}
+
+func TestNextCursorErrors(t *testing.T) {
+	s := cursorSchema()
+	q, err := s.ParseQuery("sort=day:asc")
+	require.NoError(t, err)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		q    *query.Query
+		last []any
+		want string
+	}{
+		{"too few values", q, []any{at}, "takes 2 values, one per sort key, not 1"},
+		{"too many values", q, []any{at, anID, anID}, "not 3"},
+		{"NULL on a field that is not nullable", q, []any{at, nil}, `"id" is NULL but its field is not Nullable`},
+		{"wrong type", q, []any{at, 5}, "a int is not a uuid"},
+		{"not a UUID", q, []any{at, "nope"}, `"nope" is not a UUID`},
+		{"not a date", q, []any{"2026-02-30", anID}, "is not a date"},
+		{"date out of range", q, []any{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), anID}, "out of the years 0 to 9999"},
+		{"not from Parse", &query.Query{Limit: 1, Sort: q.Sort}, []any{at, anID}, "needs a query made by Schema.Parse"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.q.NextCursor(tc.last)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.True(t, strings.HasPrefix(err.Error(), "query: "), err.Error())
+		})
+	}
+
+	n, err := s.ParseQuery("sort=weight:asc")
+	require.NoError(t, err)
+	_, err = n.NextCursor([]any{math.NaN(), anID})
+	assert.ErrorContains(t, err, "NaN")
+	_, err = n.NextCursor([]any{"twelve", anID})
+	assert.ErrorContains(t, err, "a string is not a number")
+
+	long, err := s.ParseQuery("sort=comment:asc")
+	require.NoError(t, err)
+	c, err := long.NextCursor([]any{strings.Repeat("x", 700), anID})
+	require.NoError(t, err, "700 bytes fit")
+	assert.LessOrEqual(t, len(c), query.MaxCursorLength)
+	_, err = long.NextCursor([]any{strings.Repeat("x", 800), anID})
+	assert.ErrorContains(t, err, "over MaxCursorLength")
+
+	noKey, err := testSchema().ParseQuery("")
+	require.NoError(t, err)
+	_, err = noKey.NextCursor([]any{at, anID})
+	assert.ErrorContains(t, err, "no CursorKey")
+}
+
+func TestCursorKeyValidated(t *testing.T) {
+	s := cursorSchema()
+	s.CursorKey = []byte("short")
+	assert.ErrorContains(t, s.Validate(), "the cursor key is 5 bytes; it needs at least 32")
+	s.CursorKey = []byte{}
+	assert.Error(t, s.Validate(), "an empty key is no key")
+}
+
+func TestCursorCompile(t *testing.T) {
+	s := cursorSchema()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	day := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name    string
+		dialect query.Dialect
+		query   string
+		last    []any
+		page    string
+		args    []any
+	}{
+		{
+			name: "tiebreaker only", dialect: query.Postgres, query: "sort=id:asc&limit=10", last: []any{anID},
+			page: "SELECT id FROM items WHERE org = $1 AND id > $2 ORDER BY id ASC LIMIT $3",
+			args: []any{"o1", anID, 10},
+		},
+		{
+			name: "one direction: a row value", dialect: query.Postgres, query: "filter=status:eq:draft&sort=created_at:desc", last: []any{at, anID},
+			page: "SELECT id FROM items WHERE org = $1 AND status = $2 AND (created_at, id) < ($3, $4) ORDER BY created_at DESC, id DESC LIMIT $5",
+			args: []any{"o1", "draft", at, anID, 50},
+		},
+		{
+			name: "one direction on SQLite binds SQLite's timestamp text", dialect: query.SQLite, query: "sort=packages:asc,created_at:asc", last: []any{int64(4), at, anID},
+			page: "SELECT id FROM items WHERE org = ? AND (packages, created_at, id) > (?, ?, ?) ORDER BY packages ASC, created_at ASC, id ASC LIMIT ?",
+			args: []any{"o1", int64(4), "2026-01-02T03:04:05.123456Z", anID, 50},
+		},
+		{
+			name: "mixed directions: a bound and a chain", dialect: query.Postgres, query: "sort=status:asc,packages:desc", last: []any{"sent", int64(7), anID},
+			page: "SELECT id FROM items WHERE org = $1 AND status >= $2 AND (status > $3 OR (status = $4 AND (packages < $5 OR (packages = $6 AND (id < $7))))) ORDER BY status ASC, packages DESC, id DESC LIMIT $8",
+			args: []any{"o1", "sent", "sent", "sent", int64(7), int64(7), anID, 50},
+		},
+		{
+			name: "nullable ascending at a value", dialect: query.SQLite, query: "sort=day:asc", last: []any{day, anID},
+			page: "SELECT id FROM items WHERE org = ? AND ((day > ? OR day IS NULL) OR (day = ? AND (id > ?))) ORDER BY day ASC NULLS LAST, id ASC LIMIT ?",
+			args: []any{"o1", "2026-02-01", "2026-02-01", anID, 50},
+		},
+		{
+			name: "nullable ascending at NULL", dialect: query.Postgres, query: "sort=day:asc", last: []any{nil, anID},
+			page: "SELECT id FROM items WHERE org = $1 AND ((day IS NULL AND (id > $2))) ORDER BY day ASC, id ASC LIMIT $3",
+			args: []any{"o1", anID, 50},
+		},
+		{
+			name: "nullable descending at a value", dialect: query.Postgres, query: "sort=day:desc", last: []any{day, anID},
+			page: "SELECT id FROM items WHERE org = $1 AND day <= $2 AND (day < $3 OR (day = $4 AND (id < $5))) ORDER BY day DESC, id DESC LIMIT $6",
+			args: []any{"o1", "2026-02-01", "2026-02-01", "2026-02-01", anID, 50},
+		},
+		{
+			name: "nullable descending at NULL", dialect: query.SQLite, query: "sort=day:desc", last: []any{nil, anID},
+			page: "SELECT id FROM items WHERE org = ? AND (day IS NOT NULL OR (day IS NULL AND (id < ?))) ORDER BY day DESC NULLS FIRST, id DESC LIMIT ?",
+			args: []any{"o1", anID, 50},
+		},
+		{
+			name: "booleans and a nullable string", dialect: query.SQLite, query: "sort=active:desc,comment:asc&limit=3", last: []any{true, nil, anID},
+			page: "SELECT id FROM items WHERE org = ? AND active <= ? AND (active < ? OR (active = ? AND ((comment IS NULL AND (id > ?))))) ORDER BY active DESC, comment ASC NULLS LAST, id ASC LIMIT ?",
+			args: []any{"o1", true, true, true, anID, 3},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cursorFor(t, s, tc.query, tc.last...)
+			q, err := s.ParseQuery(tc.query + "&after=" + c)
+			require.NoError(t, err)
+			text, args, err := tc.dialect.SQL(q.Page(tc.dialect, sq.Select("id").From("items").Where("org = ?", "o1")))
+			require.NoError(t, err)
+			assert.Equal(t, tc.page, text)
+			assert.Equal(t, tc.args, args)
+			assert.NotContains(t, text, "OFFSET")
+
+			count, _, err := tc.dialect.SQL(q.Count(tc.dialect, sq.Select("COUNT(*)").From("items")))
+			require.NoError(t, err)
+			assert.NotContains(t, count, "id", "a cursor leaves the count alone")
+		})
+	}
+
+	q, err := s.ParseQuery("")
+	require.NoError(t, err)
+	assert.Nil(t, q.Keyset(query.Postgres), "no cursor, no condition")
+	q.After = []any{at}
+	_, _, err = query.Postgres.SQL(q.Page(query.Postgres, sq.Select("id").From("items")))
+	assert.ErrorContains(t, err, "1 values for 2 sort keys")
+}

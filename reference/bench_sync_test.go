@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/query"
+)
+
+// benchAPI returns the reference's handler over d (no rate limits) and a
+// token of d's branch that may read and write quotations.
+func benchAPI(b *testing.B, d benchData) (http.Handler, string) {
+	b.Helper()
+	ctx := context.Background()
+	store := newOAuthStore(d.db, query.Postgres)
+	key, err := store.SigningKey(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys, err := bearer.NewKeySet(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const issuer = "https://bench.test"
+	api, err := newAPI(d.db, query.Postgres, &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}, testLogger(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	token, err := keys.Sign(&bearer.Claims{Issuer: issuer, Subject: newID(), Audience: bearer.Audience, Role: bearer.Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: newID(), OrganizationID: d.org,
+		ClientID: "bench", Scopes: []string{"svc:quotations:read", "svc:quotations:write"}, BranchIDs: []string{d.branch}, AppName: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return newHandler(d.db, newOAuthServer(d.db, store, keys, issuer, testLogger(b)), api), token
+}
+
+// benchCall returns a function that sends one request to h and fails the
+// benchmark unless the answer has status want; body and headers are
+// made per call by the functions given (nil for none).
+func benchCall(b *testing.B, h http.Handler, token, method, target string, want int, body func() string, header func() map[string]string) func() {
+	return func() {
+		var req *http.Request
+		if body != nil {
+			req = httptest.NewRequest(method, target, strings.NewReader(body()))
+			req.Header.Set("Content-Type", "application/json")
+		} else {
+			req = httptest.NewRequest(method, target, nil)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if header != nil {
+			for k, v := range header() {
+				req.Header.Set(k, v)
+			}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			b.Fatalf("%s %s: %d %s", method, target, rec.Code, rec.Body.String())
+		}
+	}
+}
+
+// BenchmarkSync measures what integrations use, at 1,000,000 quotations in
+// a branch: the list of BenchmarkQuotationList with each count preference,
+// and POST plain, with a new Idempotency-Key each time, and replayed.
+func BenchmarkSync(b *testing.B) {
+	d := loadQuotations(b, 1_000_000)
+	h, token := benchAPI(b, d)
+	list := "/v1/" + d.branch + "/quotations?" + benchQuery
+	for _, count := range []string{"exact", "estimated", "none"} {
+		b.Run("list/count="+count, func(b *testing.B) {
+			measure(b, false, benchCall(b, h, token, http.MethodGet, list, http.StatusOK, nil,
+				func() map[string]string { return map[string]string{"Prefer": "count=" + count} }))
+		})
+	}
+	create := "/v1/" + d.branch + "/quotations"
+	body := func() string {
+		return fmt.Sprintf(`{"account_id":%q,"quotation_date":"2026-11-23","valid_until":"2026-12-23","total_packages":3}`, d.account)
+	}
+	b.Run("post/plain", func(b *testing.B) {
+		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body, nil))
+	})
+	b.Run("post/idempotency-key", func(b *testing.B) {
+		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body,
+			func() map[string]string { return map[string]string{"Idempotency-Key": newID()} }))
+	})
+	b.Run("post/replay", func(b *testing.B) {
+		key := map[string]string{"Idempotency-Key": newID()}
+		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body,
+			func() map[string]string { return key }))
+	})
+}
