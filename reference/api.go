@@ -22,6 +22,12 @@ func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier, logger *slog
 		Logger:   logger,
 		Realm:    realm,
 	}
+	if verifier != nil && verifier.Keys != nil {
+		// Cursors are authenticated with a key derived from the signing
+		// key, so every replica accepts the cursors of the others; a new
+		// signing key voids the cursors handed out before it.
+		api.CursorKey = verifier.Keys.Derive("resource/cursors")
+	}
 	if err := api.Register(resources()...); err != nil {
 		return nil, err
 	}

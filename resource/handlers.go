@@ -25,11 +25,13 @@ type handlers struct {
 	cols     []column
 	names    []string // the column names of cols
 	keys     []string // `"name":` of each column, for the JSON writer
+	colIndex map[string]int
 }
 
 func newHandlers(g *Registry, r *Resource) *handlers {
-	h := &handlers{registry: g, resource: r, cols: selected(r)}
-	for _, c := range h.cols {
+	h := &handlers{registry: g, resource: r, cols: selected(r), colIndex: map[string]int{}}
+	for i, c := range h.cols {
+		h.colIndex[c.name] = i
 		h.names = append(h.names, c.name)
 		h.keys = append(h.keys, string(appendString(nil, c.name))+":")
 	}
@@ -66,7 +68,11 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	}
 	d := h.dialect()
 	cond, args := tenantWhere(h.resource, t)
-	pageSQL, pageArgs, err := d.SQL(q.Page(d, h.selectFrom().Where(cond, args...)))
+	// One row more than the page: when it exists, the page is not the last
+	// and gets a next cursor.
+	peek := *q
+	peek.Limit++
+	pageSQL, pageArgs, err := d.SQL(peek.Page(d, h.selectFrom().Where(cond, args...)))
 	if err != nil {
 		h.registry.errors().Write(w, r, apierrors.Internal(err))
 		return
@@ -92,7 +98,16 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	buf = append(buf, `{"data":[`...)
 	vals, ptrs := h.scratch()
 	n := 0
+	var next string
 	for rows.Next() {
+		if n == q.Limit {
+			// The row after the page: the page's last row starts the next.
+			if next, err = q.NextCursor(h.sortValues(vals, q)); err != nil {
+				h.registry.errors().Write(w, r, apierrors.Internal(err))
+				return
+			}
+			break
+		}
 		if err := rows.Scan(ptrs...); err != nil {
 			h.registry.errors().Write(w, r, apierrors.Internal(err))
 			return
@@ -117,6 +132,13 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	buf = append(buf, `,"total":`...)
 	if total != nil {
 		buf = strconv.AppendInt(buf, *total, 10)
+	} else {
+		buf = append(buf, "null"...)
+	}
+	buf = append(buf, `,"next_cursor":`...)
+	if next != "" {
+		buf = appendJSON(buf, next)
+		w.Header().Set("Link", "<"+nextLink(r, next)+`>; rel="next"`)
 	} else {
 		buf = append(buf, "null"...)
 	}
@@ -694,3 +716,21 @@ func newID() string {
 }
 
 var _ = fmt.Sprintf
+
+// sortValues returns the values of the sort keys of q in a row as scanned.
+func (h *handlers) sortValues(vals []any, q *query.Query) []any {
+	out := make([]any, len(q.Sort))
+	for i, o := range q.Sort {
+		out[i] = vals[h.colIndex[o.Field]]
+	}
+	return out
+}
+
+// nextLink returns the URL of the page after r's, whose cursor is next: r's
+// path and query, without offset and with after=next.
+func nextLink(r *http.Request, next string) string {
+	values := r.URL.Query()
+	values.Del("offset")
+	values.Set("after", next)
+	return r.URL.Path + "?" + values.Encode()
+}

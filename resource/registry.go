@@ -1,6 +1,7 @@
 package resource
 
 import (
+	"crypto/rand"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,13 @@ type Registry struct {
 	// Realm is the realm of the WWW-Authenticate challenges of refused
 	// tokens; "" means none.
 	Realm string
+	// CursorKey authenticates the cursors of cursor pages (after=, see
+	// Registry.Mount): at least query.MinCursorKeyLength secret random
+	// bytes, the same on every replica, set before Register. Nil means a
+	// random key made by the first Register: cursors then work within this
+	// process only, and a client that brings one to another replica or
+	// after a restart gets 400 and starts its walk again.
+	CursorKey []byte
 	// IdempotencyTTL is how long the answer of a write sent with an
 	// Idempotency-Key is kept for its retries; zero means
 	// DefaultIdempotencyTTL (24 hours). The keys need the table that
@@ -54,6 +62,24 @@ type Registry struct {
 	IdempotencyTTL time.Duration
 
 	resources []*Resource
+	randomKey []byte // the cursor key without CursorKey
+}
+
+// cursorKey returns CursorKey, or the registry's random key.
+func (g *Registry) cursorKey() ([]byte, error) {
+	if g.CursorKey != nil {
+		if len(g.CursorKey) < query.MinCursorKeyLength {
+			return nil, fmt.Errorf("resource: CursorKey has %d bytes; it needs at least %d", len(g.CursorKey), query.MinCursorKeyLength)
+		}
+		return g.CursorKey, nil
+	}
+	if g.randomKey == nil {
+		g.randomKey = make([]byte, 32)
+		if _, err := rand.Read(g.randomKey); err != nil {
+			return nil, err
+		}
+	}
+	return g.randomKey, nil
 }
 
 // Register checks and adds resources. A resource that does not compile (a
@@ -63,7 +89,11 @@ func (g *Registry) Register(rs ...*Resource) error {
 		if g.Resource(r.Name) != nil {
 			return fmt.Errorf("resource %s: registered twice", r.Name)
 		}
-		if err := r.compile(); err != nil {
+		key, err := g.cursorKey()
+		if err != nil {
+			return err
+		}
+		if err := r.compile(key); err != nil {
 			return err
 		}
 		g.resources = append(g.resources, r)

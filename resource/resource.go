@@ -199,8 +199,9 @@ var commonFields = struct{ id, createdAt, updatedAt Field }{
 	updatedAt: Field{Name: "updated_at", Type: query.Timestamp, Filter: true, Sort: true, Description: "When the record was last changed, set by the server."},
 }
 
-// compile checks the declaration and builds its query schema.
-func (r *Resource) compile() error {
+// compile checks the declaration and builds its query schema, whose cursors
+// cursorKey authenticates (nil: no cursor pages).
+func (r *Resource) compile(cursorKey ...[]byte) error {
 	if r.Name == "" {
 		return fmt.Errorf("resource: a resource has no name")
 	}
@@ -210,10 +211,14 @@ func (r *Resource) compile() error {
 	r.fields = append([]Field{commonFields.id}, r.Fields...)
 	r.fields = append(r.fields, commonFields.createdAt, commonFields.updatedAt)
 	schema := &query.Schema{
+		Name:        r.Name,
 		MaxLimit:    r.MaxLimit,
 		DefaultSort: r.DefaultSort,
 		Reserved:    []string{OrganizationColumn, BranchColumn},
 		Params:      []string{fieldsParam},
+	}
+	if len(cursorKey) > 0 {
+		schema.CursorKey = cursorKey[0]
 	}
 	if schema.DefaultSort == "" {
 		schema.DefaultSort = "created_at:desc"

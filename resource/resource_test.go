@@ -230,13 +230,17 @@ func TestListing(t *testing.T) {
 
 		r := e.do(t, http.MethodGet, base+"/accounts", tok, "")
 		require.Equal(t, 200, r.status, r.raw)
-		assert.Equal(t, map[string]any{"limit": 50.0, "offset": 0.0, "total": 23.0}, r.body["pagination"])
+		assert.Equal(t, map[string]any{"limit": 50.0, "offset": 0.0, "total": 23.0, "next_cursor": nil}, r.body["pagination"], "the last page has no next cursor")
+		assert.Empty(t, r.header.Get("Link"))
 		assert.Equal(t, "v1", r.body["version"])
 		assert.Len(t, r.list(), 23)
 
 		r = e.do(t, http.MethodGet, base+"/accounts?filter=account_type:eq:carrier&sort=company_name:desc&limit=3&offset=2", tok, "")
 		require.Equal(t, 200, r.status, r.raw)
-		assert.Equal(t, map[string]any{"limit": 3.0, "offset": 2.0, "total": 8.0}, r.body["pagination"])
+		page := r.body["pagination"].(map[string]any)
+		assert.NotEmpty(t, page["next_cursor"], "a page with more after it has a cursor")
+		delete(page, "next_cursor")
+		assert.Equal(t, map[string]any{"limit": 3.0, "offset": 2.0, "total": 8.0}, page)
 		var names []string
 		for _, rec := range r.list() {
 			names = append(names, rec.(map[string]any)["company_name"].(string))
