@@ -228,7 +228,9 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operatio
 		Description: strings.Join(desc, "\n\n"),
 		Parameters:  append(oaListParameters(r), oaFields(r), oaPrefer()),
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("A page of "+n.plural+".", n.schema+"ListEnvelope", map[string]*openapi.Header{"Preference-Applied": openapi.HeaderRef("Preference-Applied")}),
+			"200": oaSuccess("A page of "+n.plural+".", n.schema+"ListEnvelope", map[string]*openapi.Header{
+				"Preference-Applied": openapi.HeaderRef("Preference-Applied"), "Link": openapi.HeaderRef("Link"),
+			}),
 			"400": openapi.ErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
 				oaErr(apierrors.CodeInvalidRequest, `filter on "created_at": operator "like" is not allowed; the field allows eq, ne, in, gt, gte, lt, lte, isnull`)),
 			"401": b.shared("Unauthorized", oaUnauthorized),

@@ -30,8 +30,15 @@ func oaListParameters(r *Resource) []*openapi.Parameter {
 		},
 		{
 			Name: "offset", In: "query",
-			Description: "The number of records to skip: an integer of at least 0.",
+			Description: "The number of records to skip: an integer of at least 0. The database still reads the skipped records, so a deep page costs what it skips, and records written meanwhile shift the pages: to walk a whole list, follow `after` instead.",
 			Schema:      &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Default: 0},
+		},
+		{
+			Name: "after", In: "query",
+			Description: "A cursor: the `pagination.next_cursor` of the previous page (also in its `Link: <...>; rel=\"next\"` header), for the records after that page's last one in the same filters and sort. " +
+				"The database seeks to the position in index order, so every page costs what the first does, and records written meanwhile are neither skipped nor repeated (a record whose sort value changes moves). " +
+				"Not with `offset`. A cursor is opaque and authenticated: one that was altered, or made for other filters, another sort or another resource, gives 400 `invalid_request`; start the walk again without `after`.",
+			Schema: &openapi.Schema{Type: "string", MaxLength: openapi.Ptr(query.MaxCursorLength)},
 		},
 		{
 			Name: "sort", In: "query", Style: "form", Explode: &explode,

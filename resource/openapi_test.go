@@ -497,7 +497,8 @@ func TestOpenAPIListParameters(t *testing.T) {
 	for _, p := range oaAt(t, doc, "paths", "/v1/{scopeId}/quotations", "get", "parameters").([]any) {
 		params[p.(map[string]any)["name"].(string)] = p.(map[string]any)
 	}
-	require.Len(t, params, 6)
+	require.Len(t, params, 7)
+	assert.Equal(t, float64(query.MaxCursorLength), oaAt(t, params["after"], "schema", "maxLength"))
 	assert.Equal(t, "header", params["Prefer"]["in"])
 	assert.Equal(t, []any{"count=exact", "count=estimated", "count=none"}, oaAt(t, params["Prefer"], "schema", "enum"))
 	assert.Equal(t, false, params["fields"]["explode"])
@@ -812,4 +813,6 @@ func TestOpenAPISafeWrites(t *testing.T) {
 		assert.Contains(t, params(oaObj(t, item, "patch")), "Idempotency-Key", res)
 	}
 	assert.Equal(t, []any{"integer", "null"}, oaAt(t, doc, "components", "schemas", "Pagination", "properties", "total", "type"))
+	assert.Equal(t, []any{"string", "null"}, oaAt(t, doc, "components", "schemas", "Pagination", "properties", "next_cursor", "type"))
+	assert.Contains(t, oaObj(t, doc, "paths", "/v1/{scopeId}/quotations", "get", "responses", "200", "headers"), "Link")
 }

@@ -24,6 +24,10 @@ func oaSyncHeaders(h map[string]*openapi.Header) {
 		Description: "`true` on the stored answer that a request repeating an `Idempotency-Key` gets; absent on the first answer.",
 		Schema:      &openapi.Schema{Type: "string", Const: "true"},
 	}
+	h["Link"] = &openapi.Header{
+		Description: "The next page, when there is one (RFC 8288): `<path?...&after=cursor>; rel=\"next\"`, the request's path and query with `after` for `offset`.",
+		Schema:      &openapi.Schema{Type: "string"},
+	}
 	h["Preference-Applied"] = &openapi.Header{
 		Description: "The count preference applied (RFC 7240): `count=exact`, `count=estimated` or `count=none`. Without it the total is exact.",
 		Schema:      &openapi.Schema{Type: "string", Enum: []any{"count=exact", "count=estimated", "count=none"}},
