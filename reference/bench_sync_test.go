@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +16,10 @@ import (
 	"github.com/waybillhq/waybill/query"
 )
 
-// benchAPI returns the reference's handler over d (no rate limits) and a
-// token of d's branch that may read and write quotations.
-func benchAPI(b *testing.B, d benchData) (http.Handler, string) {
+// benchAPI returns the reference's handler over d and a token of d's
+// branch that may read and write quotations. With limited, the API has
+// serve's REST rate limit (in process, with a quota no benchmark reaches).
+func benchAPI(b *testing.B, d benchData, limited bool) (http.Handler, string) {
 	b.Helper()
 	ctx := context.Background()
 	store := newOAuthStore(d.db, query.Postgres)
@@ -31,6 +35,13 @@ func benchAPI(b *testing.B, d benchData) (http.Handler, string) {
 	api, err := newAPI(d.db, query.Postgres, &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}, testLogger(b))
 	if err != nil {
 		b.Fatal(err)
+	}
+	if limited {
+		limits, err := newRateLimits(ctx, limitsConfig{REST: 1 << 30}, nil, testLogger(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		api.Middleware = limits.REST()
 	}
 	now := time.Now()
 	token, err := keys.Sign(&bearer.Claims{Issuer: issuer, Subject: newID(), Audience: bearer.Audience, Role: bearer.Role,
@@ -73,12 +84,28 @@ func benchCall(b *testing.B, h http.Handler, token, method, target string, want 
 // and POST plain, with a new Idempotency-Key each time, and replayed.
 func BenchmarkSync(b *testing.B) {
 	d := loadQuotations(b, 1_000_000)
-	h, token := benchAPI(b, d)
+	h, token := benchAPI(b, d, false)
+	limited, _ := benchAPI(b, d, true)
 	list := "/v1/" + d.branch + "/quotations?" + benchQuery
 	for _, count := range []string{"exact", "estimated", "none"} {
 		b.Run("list/count="+count, func(b *testing.B) {
 			measure(b, false, benchCall(b, h, token, http.MethodGet, list, http.StatusOK, nil,
 				func() map[string]string { return map[string]string{"Prefer": "count=" + count} }))
+		})
+	}
+	// Pages of the whole branch in the default order (created_at desc),
+	// without a count, so that they measure the page alone: the first, the
+	// last by offset, and the last by cursor.
+	all := "/v1/" + d.branch + "/quotations?limit=50"
+	noCount := func() map[string]string { return map[string]string{"Prefer": "count=none"} }
+	deep := benchCursorAt(b, h, token, all, 1_000_000-50)
+	for _, p := range []struct{ name, target string }{
+		{"page/first", all},
+		{"page/last-by-offset", all + "&offset=" + strconv.Itoa(1_000_000-50)},
+		{"page/last-by-cursor", all + "&after=" + url.QueryEscape(deep)},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			measure(b, false, benchCall(b, h, token, http.MethodGet, p.target, http.StatusOK, nil, noCount))
 		})
 	}
 	create := "/v1/" + d.branch + "/quotations"
@@ -92,9 +119,38 @@ func BenchmarkSync(b *testing.B) {
 		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body,
 			func() map[string]string { return map[string]string{"Idempotency-Key": newID()} }))
 	})
+	// With serve's rate limit, a keyed write first looks its key up, so that
+	// a replay is not charged.
+	b.Run("post/plain+ratelimit", func(b *testing.B) {
+		measure(b, false, benchCall(b, limited, token, http.MethodPost, create, http.StatusCreated, body, nil))
+	})
+	b.Run("post/idempotency-key+ratelimit", func(b *testing.B) {
+		measure(b, false, benchCall(b, limited, token, http.MethodPost, create, http.StatusCreated, body,
+			func() map[string]string { return map[string]string{"Idempotency-Key": newID()} }))
+	})
 	b.Run("post/replay", func(b *testing.B) {
 		key := map[string]string{"Idempotency-Key": newID()}
 		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body,
 			func() map[string]string { return key }))
 	})
+}
+
+// benchCursorAt returns the cursor of the page of list that starts after
+// position records: the next_cursor of the page that ends there.
+func benchCursorAt(b *testing.B, h http.Handler, token, list string, position int) string {
+	b.Helper()
+	req := httptest.NewRequest(http.MethodGet, list+"&offset="+strconv.Itoa(position-50), nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Prefer", "count=none")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var page struct {
+		Pagination struct {
+			NextCursor string `json:"next_cursor"`
+		} `json:"pagination"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &page); err != nil || page.Pagination.NextCursor == "" {
+		b.Fatalf("no cursor at %d: %d %s", position, rec.Code, rec.Body.String())
+	}
+	return page.Pagination.NextCursor
 }

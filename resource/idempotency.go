@@ -37,8 +37,11 @@ import (
 //
 //   - with the same request (method, resource, path and body, byte for
 //     byte) gets the stored answer, its status, Location, ETag and body,
-//     with Idempotent-Replayed: true. It is answered before the registry's
-//     Middleware, so a replay is not charged against a rate limit there;
+//     with Idempotent-Replayed: true. When the registry has a Middleware (a
+//     rate limit, say), the stored answer is looked up before it, so a
+//     replay is not charged there; that costs every keyed write one
+//     lookup. Without a Middleware the write runs and finds the stored
+//     answer when it stores its own, and is rolled back;
 //   - with another request gets 422 idempotency_key_reused, and nothing
 //     changes;
 //   - while the first request with the key is still being served waits
@@ -143,10 +146,11 @@ func fingerprint(r *http.Request, resource string, t tenancy.Tenant, body []byte
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// idempotency answers a POST or PATCH whose Idempotency-Key has a stored
-// answer, before next (the registry's Middleware and the handler) runs;
-// otherwise it hands the key and the request's fingerprint to the handler
-// in the context. The body is read here and given to next unchanged.
+// idempotency reads the Idempotency-Key of a POST or PATCH and hands it,
+// with the request's fingerprint, to the handler in the context. When the
+// registry has a Middleware, it answers a key that has a stored answer
+// before next (the Middleware and the handler) runs. The body is read here
+// and given to next unchanged.
 func (h *handlers) idempotency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok, err := idempotencyKey(r)
@@ -172,14 +176,16 @@ func (h *handlers) idempotency(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		t := tenant(r)
 		idem := &idempotent{key: key, fingerprint: fingerprint(r, h.resource.Name, t, body)}
-		stored, err := h.storedAnswer(r.Context(), h.db(), t, key)
-		if err != nil {
-			h.registry.errors().Write(w, r, apierrors.Internal(err))
-			return
-		}
-		if stored != nil {
-			h.replay(w, r, idem, stored)
-			return
+		if h.registry.Middleware != nil {
+			stored, err := h.storedAnswer(r.Context(), h.db(), t, key)
+			if err != nil {
+				h.registry.errors().Write(w, r, apierrors.Internal(err))
+				return
+			}
+			if stored != nil {
+				h.replay(w, r, idem, stored)
+				return
+			}
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idempotentKey{}, idem)))
 	})

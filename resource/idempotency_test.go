@@ -157,6 +157,12 @@ func TestIdempotentRetriesAtOnce(t *testing.T) {
 					sameAnswer(t, answers[0], answers[i])
 				}
 				assert.Equal(t, round+1, e.countRows(t, "accounts"), "round %d: one record", round)
+				// Without a Middleware there is no lookup before the write: a
+				// later retry writes, finds the stored answer and rolls back.
+				later := e.doWith(t, http.MethodPost, "/v1/"+a1+"/accounts", token, `{"company_name":"Burst","account_type":"customer"}`, key)
+				sameAnswer(t, answers[0], later)
+				assert.Equal(t, "true", later.header.Get("Idempotent-Replayed"))
+				assert.Equal(t, round+1, e.countRows(t, "accounts"), "round %d: still one record", round)
 			}
 		})
 	}
