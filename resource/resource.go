@@ -34,6 +34,24 @@
 // A POST or PATCH body is read only as far as it must be: the reading stops
 // at the first member the resource does not take (an unknown field, say),
 // so that no body of up to 1 MiB costs more than its length to refuse.
+//
+// For clients that retry, write concurrently and sync, every resource has,
+// with no code of its own:
+//
+//   - a strong ETag on every single-record answer, a hash of the record as
+//     shown; If-None-Match on GET (304), and If-Match on PATCH and DELETE,
+//     checked under the write's row lock: a stale tag changes nothing and
+//     gets 412 precondition_failed with the stored record.
+//     Resource.RequireIfMatch makes If-Match mandatory (428);
+//   - Idempotency-Key on POST and PATCH: the answer of a successful write is
+//     stored in its transaction and given again to a retry (see
+//     Registry.Migrate, which creates the table, and
+//     Registry.IdempotencyTTL);
+//   - cursor pages: pagination.next_cursor and a Link rel="next" on every
+//     list, after=<cursor> for the next page in index order, authenticated
+//     with Registry.CursorKey;
+//   - Prefer: count=exact|estimated|none on lists (see ExactCountBelow);
+//   - fields=a,b on GET, to return only those fields.
 package resource
 
 import (
