@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waybillhq/waybill/internal/testdb"
-	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -149,30 +148,7 @@ func BenchmarkQuotationList(b *testing.B) {
 }
 
 func benchStack(b *testing.B, d benchData, parallel bool) {
-	ctx := context.Background()
-	store := newOAuthStore(d.db, query.Postgres)
-	key, err := store.SigningKey(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	keys, err := bearer.NewKeySet(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	const issuer = "https://bench.test"
-	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}
-	api, err := newAPI(d.db, query.Postgres, verifier, testLogger(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := newHandler(d.db, newOAuthServer(d.db, store, keys, issuer, testLogger(b)), api)
-	now := time.Now()
-	token, err := keys.Sign(&bearer.Claims{Issuer: issuer, Subject: newID(), Audience: bearer.Audience, Role: bearer.Role,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: newID(), OrganizationID: d.org,
-		ClientID: "bench", Scopes: []string{"svc:quotations:read"}, BranchIDs: []string{d.branch}, AppName: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	h, token := benchAPI(b, d, false)
 	target := "/v1/" + d.branch + "/quotations?" + benchQuery
 	one := func() {
 		req := httptest.NewRequest(http.MethodGet, target, nil)

@@ -24,14 +24,8 @@ func TestCursorWalkWhileWriting(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			dbURL := b.url(t)
-			org := createID(t, "admin", "org", "create", "--name", "Acme", "--database-url", dbURL)
-			branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
-			app := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "Sync", "--all-branches",
-				"--scopes", "svc:accounts:read svc:accounts:write", "--database-url", dbURL)
-			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--rate-rest", "0"}, env(nil))
-			defer func() { require.NoError(t, stop()) }()
-			token := rlToken(t, base, rlTenant{org: org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)})
+			w := newSyncWorld(t, b.url(t), "0")
+			dbURL, base, org, branch, token := w.dbURL, w.base, w.org, w.branch, w.token
 
 			// n accounts, created_at in runs of seven equal values, so that
 			// the tiebreaker decides within each run.
