@@ -73,7 +73,8 @@ func loadQuotationsAt(b *testing.B, dbURL string, n int) benchData {
 }
 
 // statements returns the two statements the API runs for benchQuery, with
-// their arguments, as the resource handlers build them.
+// their arguments, as the resource handlers build them: the page reads one
+// row more than the limit, to know whether a next page exists.
 func (d benchData) statements(b *testing.B) (count string, countArgs []any, page string, pageArgs []any) {
 	b.Helper()
 	api, err := newAPI(d.db, query.Postgres, nil, testLogger(b))
@@ -99,7 +100,9 @@ func (d benchData) statements(b *testing.B) (count string, countArgs []any, page
 	if err != nil {
 		b.Fatal(err)
 	}
-	page, pageArgs, err = query.Postgres.SQL(q.Page(query.Postgres, sq.Select(cols...).From("quotations").Where(tenant)))
+	peek := *q
+	peek.Limit++
+	page, pageArgs, err = query.Postgres.SQL(peek.Page(query.Postgres, sq.Select(cols...).From("quotations").Where(tenant)))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,7 +193,7 @@ func benchFloor(b *testing.B, d benchData, parallel bool) {
 			}
 			n++
 		}
-		if rows.Err() != nil || n != 50 || total == 0 {
+		if rows.Err() != nil || n != 51 || total == 0 {
 			b.Fatalf("rows %d total %d: %v", n, total, rows.Err())
 		}
 	}

@@ -10,9 +10,12 @@
 //   - GET /v1/{scopeId}/quotations: runs the COUNT(*) and the page
 //     statement of its configuration, whatever the path and the query say,
 //     scans the page into plain Go values and answers
-//     {"data":[...],"pagination":{"limit","offset","total"},"version":"v1"},
-//     as the waybill server answers the same list request. It checks no
-//     bearer token.
+//     {"data":[...],"pagination":{"limit","offset","total","next_cursor"},
+//     "version":"v1"}, as the waybill server answers the same list request.
+//     The page statement reads one row more than limit, as the server's
+//     does; when that row exists, next_cursor is an HMAC-SHA256 of the last
+//     row's sort keys (quotation_date and id), base64url-encoded, the work
+//     of the server's cursor without its format. It checks no bearer token.
 //   - POST /auth/v1/oauth/token: the client-credentials grant with HTTP
 //     Basic client authentication and a form body. One SELECT of the app by
 //     client_id from oauth_apps, the SHA-256 of the secret compared in
@@ -45,8 +48,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -240,9 +245,10 @@ type quotation struct {
 }
 
 type pagination struct {
-	Limit  int64 `json:"limit"`
-	Offset int64 `json:"offset"`
-	Total  int64 `json:"total"`
+	Limit      int64   `json:"limit"`
+	Offset     int64   `json:"offset"`
+	Total      int64   `json:"total"`
+	NextCursor *string `json:"next_cursor"`
 }
 
 type listResponse struct {
@@ -286,11 +292,16 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, "server_error", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listResponse{
-		Data:       data,
-		Pagination: pagination{Limit: f.cfg.Limit, Offset: f.cfg.Offset, Total: total},
-		Version:    "v1",
-	})
+	page := pagination{Limit: f.cfg.Limit, Offset: f.cfg.Offset, Total: total}
+	if int64(len(data)) > f.cfg.Limit {
+		data = data[:f.cfg.Limit]
+		last := data[len(data)-1]
+		mac := hmac.New(sha256.New, []byte(f.cfg.JWTSecret))
+		mac.Write([]byte(last.QuotationDate + "\x00" + last.ID))
+		next := base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+		page.NextCursor = &next
+	}
+	writeJSON(w, http.StatusOK, listResponse{Data: data, Pagination: page, Version: "v1"})
 }
 
 // claims are the claims of a client-credentials token of the waybill
