@@ -24,6 +24,11 @@ import (
 //	Prefer: count=none       no count: pagination.total is null. For sync
 //	                         jobs that page until a short page.
 //
+// An estimate comes from the planner's statistics of the whole table, which
+// the rows of every tenant make together: with filters, it reflects how
+// values are spread across all tenants. Hosts for which that matters can
+// refuse the preference in their Middleware.
+//
 // The answer says what was applied in Preference-Applied (count=exact,
 // count=estimated or count=none); without that header the total is exact.
 // Every list answer carries Vary: Prefer. Other preferences, and unknown
