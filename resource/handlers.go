@@ -628,34 +628,32 @@ func (h *handlers) appendFields(b []byte, vals []any, only []bool) ([]byte, erro
 // only some of it, so that a client may read a few fields and write with
 // If-Match.
 func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status int, vals []any) {
-	var only []bool
+	a, err := h.recordAnswer(status, vals, "")
+	if err != nil {
+		h.registry.errors().Write(w, r, err)
+		return
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		var err error
-		if only, err = h.fields(r); err != nil {
+		etag := a.headers["ETag"]
+		if l, ok := ifNoneMatch(r); ok && l.matches(etag, true) {
+			notModified(w, etag)
+			return
+		}
+		only, err := h.fields(r)
+		if err != nil {
 			h.registry.errors().Write(w, r, err)
 			return
 		}
-	}
-	buf := append(make([]byte, 0, 512), `{"data":`...)
-	buf, err := h.appendRecord(buf, vals)
-	if err != nil {
-		h.registry.errors().Write(w, r, apierrors.Internal(err))
-		return
-	}
-	etag := etagOf(buf[len(`{"data":`):])
-	if l, ok := ifNoneMatch(r); ok && (r.Method == http.MethodGet || r.Method == http.MethodHead) && l.matches(etag, true) {
-		notModified(w, etag)
-		return
-	}
-	if only != nil {
-		if buf, err = h.appendFields(buf[:len(`{"data":`)], vals, only); err != nil {
-			h.registry.errors().Write(w, r, apierrors.Internal(err))
-			return
+		if only != nil {
+			body := append(make([]byte, 0, len(a.body)), `{"data":`...)
+			if body, err = h.appendFields(body, vals, only); err != nil {
+				h.registry.errors().Write(w, r, apierrors.Internal(err))
+				return
+			}
+			a.body = append(body, `,"version":"`+Version+`"}`...)
 		}
 	}
-	w.Header().Set("ETag", etag)
-	buf = append(buf, `,"version":"`+Version+`"}`...)
-	writeJSON(w, status, buf)
+	a.send(w)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

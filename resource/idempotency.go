@@ -278,18 +278,29 @@ func (h *handlers) remember(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, i
 	if stored != nil {
 		return &replayed{answer: stored}
 	}
-	// The key's row has expired: it is this request's now.
+	// The key's row has expired: it is this request's now, unless another
+	// request took it first, whose answer is then given.
 	set := map[string]any{}
 	for i, c := range cols[3:] {
 		set[c] = vals[3+i]
 	}
 	text, args, err = d.SQL(sq.Update(idempotencyTable).SetMap(set).
-		Where("organization_id = ? AND client_id = ? AND idempotency_key = ?", t.OrganizationID, t.Claims.ClientID, idem.key))
+		Where("organization_id = ? AND client_id = ? AND idempotency_key = ? AND expires_at <= ?",
+			t.OrganizationID, t.Claims.ClientID, idem.key, d.Timestamp(now)))
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, text, args...)
-	return err
+	res, err = tx.ExecContext(ctx, text, args...)
+	if err != nil {
+		return fmt.Errorf("resource: store idempotency key: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	if stored, err = h.storedAnswer(ctx, tx, t, idem.key); err != nil || stored == nil {
+		return errors.Join(err, errors.New("resource: the idempotency key's row changed while it was taken"))
+	}
+	return &replayed{answer: stored}
 }
 
 // replay answers with a stored answer when the request is the one it
