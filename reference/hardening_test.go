@@ -626,7 +626,11 @@ func TestSignInRehashes(t *testing.T) {
 				return h
 			}
 
-			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL}, env(nil))
+			// Two hashes at two costs fit in no 2 s deadline on a loaded
+			// machine; the rehash is stored only within the request's
+			// deadline (a late one waits for the next sign-in), so this test
+			// gives its requests time.
+			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--db-timeout", wait.String()}, env(nil))
 			defer func() { require.NoError(t, stop()) }()
 			client := &http.Client{Timeout: wait}
 
