@@ -83,10 +83,11 @@ func headerList(r *http.Request, name string) (tagList, bool) {
 }
 
 // staleRecord is the error of a PATCH or DELETE whose If-Match names
-// another version of the record: it carries the record as stored, which
-// the 412 answer shows.
+// another version of the record: it carries the record as stored, as JSON,
+// which the 412 answer shows, and its tag.
 type staleRecord struct {
-	current []any
+	record []byte
+	etag   string
 }
 
 func (e *staleRecord) Error() string { return "resource: If-Match names another version of the record" }
@@ -102,10 +103,11 @@ func (h *handlers) checkIfMatch(r *http.Request, current []any) error {
 	if err != nil {
 		return apierrors.Internal(err)
 	}
-	if l.matches(etagOf(rec), false) {
+	etag := etagOf(rec)
+	if l.matches(etag, false) {
 		return nil
 	}
-	return &staleRecord{current: current}
+	return &staleRecord{record: rec, etag: etag}
 }
 
 // requireIfMatch refuses a write without If-Match when the resource
@@ -119,12 +121,8 @@ func (h *handlers) requireIfMatch(r *http.Request) error {
 
 // writeStale answers a write refused by If-Match: 412 precondition_failed,
 // in the error shape, with the record as stored in data and its ETag.
-func (h *handlers) writeStale(w http.ResponseWriter, r *http.Request, s *staleRecord) {
-	rec, err := h.appendRecord(nil, s.current)
-	if err != nil {
-		h.registry.errors().Write(w, r, apierrors.Internal(err))
-		return
-	}
+func (h *handlers) writeStale(w http.ResponseWriter, s *staleRecord) {
+	rec := s.record
 	e := apierrors.PreconditionFailed("the record has changed since the version If-Match names; nothing was changed. data holds the record as stored, ETag its version: apply your change to it and send again with that ETag")
 	buf := make([]byte, 0, len(rec)+256)
 	buf = append(buf, `{"error":`...)
@@ -134,7 +132,7 @@ func (h *handlers) writeStale(w http.ResponseWriter, r *http.Request, s *staleRe
 	buf = append(buf, `,"data":`...)
 	buf = append(buf, rec...)
 	buf = append(buf, `,"version":"`+Version+`"}`...)
-	w.Header().Set("ETag", etagOf(rec))
+	w.Header().Set("ETag", s.etag)
 	writeJSON(w, http.StatusPreconditionFailed, buf)
 }
 

@@ -173,7 +173,7 @@ func (h *handlers) writeFailedWrite(w http.ResponseWriter, r *http.Request, err 
 	case errors.As(err, &rep):
 		h.replay(w, r, idempotentOf(r), rep.answer)
 	case errors.As(err, &stale):
-		h.writeStale(w, r, stale)
+		h.writeStale(w, stale)
 	default:
 		h.registry.errors().Write(w, r, writeError(err, refuse))
 	}
