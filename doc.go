@@ -21,26 +21,39 @@
 //     issue, secret hashing and rotation, with its storage behind small
 //     interfaces.
 //   - oauth/bearer is what checking a token needs, apart from the token
-//     service: the token's claims, the HS256 key set and the verifier.
+//     service: the token's claims, the key set (HS256, ES256 or EdDSA) and the verifier.
 //   - tenancy is net/http middleware: bearer authentication, token type and
 //     scope checks, and resolution of the tenant (organization or branch)
 //     named in the path, which it puts in the request's context. It imports
 //     oauth/bearer, never oauth.
 //   - ratelimit is a limiter interface, an in-process GCRA limiter, a
 //     Redis-backed limiter shared by many replicas (in its own subpackage),
-//     and net/http middleware that sets the RateLimit headers and answers 429.
+//     several policies decided at once (an organization's quota and, within
+//     it, each app's), and net/http middleware that sets the RateLimit
+//     headers and answers 429.
+//   - protectedresource publishes an API's protected resource metadata (RFC
+//     9728), which the Bearer challenges of tenancy name in resource_metadata.
 //   - resource is a declarative registry of resources (fields, create and
 //     update whitelists, filter and sort whitelists, scope type, scopes,
 //     hooks) with generic list, get, create, update and delete handlers over
 //     database/sql-style stores, and the OpenAPI document of its API.
+//   - events keeps every write of a resource registry as a CloudEvent, in
+//     the write's own transaction (an outbox), numbered per organization in
+//     commit order without gaps, and serves them as a change feed,
+//     GET /v1/{scopeId}/events.
+//   - webhook delivers those events to the HTTP endpoints organizations
+//     register, signed as Standard Webhooks says, with retries, leases shared
+//     by replicas and a guard against private addresses; receivers use its
+//     Verify.
 //   - openapi holds the shapes of an OpenAPI 3.1 document and merges
 //     sections: oauth describes its endpoints in them, and resource merges
 //     that description into its document. It imports nothing of the module.
 //   - examples/ holds small runnable programs: the filter parser alone in a
 //     plain API (filteronly), the middleware and a resource in an existing
 //     net/http or chi service (existingservice), a resource with its own hook
-//     (customresource), and integration tests against PostgreSQL
-//     (integrationtest).
+//     (customresource), integration tests against PostgreSQL
+//     (integrationtest), and a webhook receiver and change-feed consumer
+//     (webhookreceiver).
 //   - reference/ is package main, the waybill binary: server and admin CLI,
 //     with its schema, migrations, resource declarations and consent UI. The
 //     packages never import it.
@@ -53,11 +66,13 @@
 // through the packages in this order:
 //
 //  1. tenancy verifies the bearer token (401 unauthorized or invalid_token,
-//     403 invalid_token_type or insufficient_scope), resolves {scopeId} to an
+//     403 invalid_token_type or insufficient_scope, each challenge naming the
+//     API's protected resource metadata when the host gives its URL), resolves {scopeId} to an
 //     organization or branch of the token's organization (404 not_found for
 //     anything else) and stores that tenant in the context.
-//  2. ratelimit checks the organization's quota and answers 429 rate_limited
-//     with Retry-After when it is spent (the token endpoints are limited per
+//  2. ratelimit checks the organization's quota and, beside it, the app's
+//     within the organization, in one decision, and answers 429 rate_limited
+//     with Retry-After when either is spent (the token endpoints are limited per
 //     client instead, before any of this).
 //  3. resource finds the resource's declaration and checks the body of a
 //     write against its whitelists.

@@ -63,6 +63,9 @@ const (
 	// CodeIdempotencyInProgress is a 409 for an Idempotency-Key sent again
 	// while the first request with it is still being served.
 	CodeIdempotencyInProgress = "idempotency_in_progress"
+	// CodeCursorExpired is a 410 for a change-feed cursor older than what
+	// the feed still keeps: the events after it were removed.
+	CodeCursorExpired = "cursor_expired"
 	// CodeClientClosed is no answer a client sees: it marks, in logs and
 	// metrics, a request whose client went away before the answer.
 	CodeClientClosed = "client_closed_request"
@@ -109,6 +112,7 @@ var statuses = map[string]int{
 	CodePreconditionRequired:    http.StatusPreconditionRequired,
 	CodeIdempotencyKeyReused:    http.StatusUnprocessableEntity,
 	CodeIdempotencyInProgress:   http.StatusConflict,
+	CodeCursorExpired:           http.StatusGone,
 	CodeClientClosed:            StatusClientClosedRequest,
 	CodeInvalidClient:           http.StatusUnauthorized,
 	CodeInvalidGrant:            http.StatusBadRequest,
@@ -320,6 +324,12 @@ func NotFound(format string, args ...any) *Error {
 // deleting a record that others still refer to.
 func Conflict(format string, args ...any) *Error {
 	return New(CodeConflict, format, args...)
+}
+
+// CursorExpired is a 410 for a change-feed cursor older than what the feed
+// still keeps.
+func CursorExpired(format string, args ...any) *Error {
+	return New(CodeCursorExpired, format, args...)
 }
 
 // MethodNotAllowed is a 405 whose Allow header lists the allowed methods.

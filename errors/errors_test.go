@@ -79,6 +79,7 @@ func TestStatus(t *testing.T) {
 		{apierrors.CodePreconditionRequired, http.StatusPreconditionRequired},
 		{apierrors.CodeIdempotencyKeyReused, http.StatusUnprocessableEntity},
 		{apierrors.CodeIdempotencyInProgress, http.StatusConflict},
+		{apierrors.CodeCursorExpired, http.StatusGone},
 		{apierrors.CodeInvalidClient, http.StatusUnauthorized},
 		{apierrors.CodeInvalidGrant, http.StatusBadRequest},
 		{apierrors.CodeUnauthorizedClient, http.StatusBadRequest},
@@ -511,6 +512,35 @@ func TestWriterRealm(t *testing.T) {
 		apierrors.Writer{Realm: "tms"}.Write(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil), e)
 		assert.Equal(t, `Bearer error="invalid_token", error_description="expired"`, e.Header.Get("WWW-Authenticate"))
 	})
+}
+
+func TestWriterResourceMetadata(t *testing.T) {
+	t.Parallel()
+	const u = "https://api.example/.well-known/oauth-protected-resource"
+	tests := []struct {
+		name, realm, metadata string
+		err                   error
+		want                  string
+	}{
+		{"no params", "", u, apierrors.Unauthorized("no token"), `Bearer resource_metadata="` + u + `"`},
+		{"realm", "tms", u, apierrors.Unauthorized("no token"), `Bearer realm="tms", resource_metadata="` + u + `"`},
+		{"invalid_token", "tms", u, apierrors.InvalidToken("expired"),
+			`Bearer realm="tms", error="invalid_token", error_description="expired", resource_metadata="` + u + `"`},
+		{"insufficient_scope", "", u, apierrors.InsufficientScope("svc:orders:read", "needs svc:orders:read"),
+			`Bearer error="insufficient_scope", error_description="needs svc:orders:read", scope="svc:orders:read", resource_metadata="` + u + `"`},
+		{"not on Basic", "auth", u, apierrors.InvalidClient("", "failed"), `Basic realm="auth"`},
+		{"sanitised", "", "https://x/\"\r\n", apierrors.Unauthorized("no token"), `Bearer resource_metadata="https://x/"`},
+		{"none", "tms", "", apierrors.Unauthorized("no token"), `Bearer realm="tms"`},
+		{"no challenge, no header", "tms", u, apierrors.NotFound("x"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			rec := httptest.NewRecorder()
+			apierrors.Writer{Realm: tt.realm, ResourceMetadata: tt.metadata}.Write(rec, httptest.NewRequest(http.MethodGet, "/", nil), tt.err)
+			assert.Equal(t, tt.want, rec.Header().Get("WWW-Authenticate"))
+		})
+	}
 }
 
 func TestChallengeIsQuotable(t *testing.T) {

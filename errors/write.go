@@ -44,6 +44,15 @@ type Writer struct {
 	// Basic, which only the token endpoint's client authentication uses.
 	// Characters that cannot be quoted in a header are dropped.
 	Realm string
+	// ResourceMetadata, when not empty, is the URL of the protected
+	// resource metadata (RFC 9728) of the API that answers, given in the
+	// resource_metadata parameter of every Bearer challenge written:
+	// `Bearer realm="api", error="invalid_token", ...,
+	// resource_metadata="https://api.example/.well-known/oauth-protected-resource"`,
+	// so that a client that was refused finds the authorization servers
+	// and scopes of the API. Challenges of other schemes (Basic) do not
+	// carry it. Characters that cannot be quoted are dropped.
+	ResourceMetadata string
 }
 
 // Write answers the request with err: Writer{}.Write, which logs to
@@ -93,9 +102,15 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	for k, vs := range e.Header {
 		h[k] = append([]string(nil), vs...)
 	}
-	if wr.Realm != "" {
+	if wr.Realm != "" || wr.ResourceMetadata != "" {
 		for i, c := range h["Www-Authenticate"] {
-			h["Www-Authenticate"][i] = withRealm(c, wr.Realm)
+			if wr.Realm != "" {
+				c = withRealm(c, wr.Realm)
+			}
+			if wr.ResourceMetadata != "" {
+				c = withResourceMetadata(c, wr.ResourceMetadata)
+			}
+			h["Www-Authenticate"][i] = c
 		}
 	}
 	h.Set("Content-Type", "application/json")
@@ -119,4 +134,20 @@ func withRealm(challenge, realm string) string {
 		c += ", " + params
 	}
 	return c
+}
+
+// withResourceMetadata adds the resource_metadata parameter of RFC 9728
+// to challenge, last, when its scheme is Bearer: "Bearer" becomes
+// `Bearer resource_metadata="u"` and `Bearer error="x"` becomes
+// `Bearer error="x", resource_metadata="u"`. Other schemes are left as
+// they are.
+func withResourceMetadata(challenge, url string) string {
+	scheme, params, _ := strings.Cut(challenge, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return challenge
+	}
+	if params != "" {
+		params += ", "
+	}
+	return scheme + " " + params + `resource_metadata="` + quotable(url) + `"`
 }

@@ -2,12 +2,14 @@
 // grant with PKCE (S256 only) and a server-rendered login and consent page,
 // rotating refresh tokens, client credentials, app registration and secret
 // rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414
-// metadata. Resource servers check the HS256 access tokens it signs with
-// package bearer, which holds the tokens' Claims, the KeySet and the
-// Verifier, and does not need this package.
+// metadata. Resource servers check the access tokens it signs (HS256,
+// ES256 or EdDSA) with package bearer, which holds the tokens' Claims, the
+// KeySet and the Verifier, and does not need this package; with ES256 or
+// EdDSA the server publishes its public keys as a JSON Web Key Set
+// (Paths.JWKS, the metadata's jwks_uri), which bearer.RemoteKeys reads.
 //
 // A Server needs four things: its Issuer URL, a bearer.KeySet (the current
-// HS256 key signs, every key in the set verifies, so keys rotate without
+// key signs, every key in the set verifies, so keys rotate without
 // downtime), a Store for apps, codes, refresh token families and consent
 // grants (package sqlstore keeps them in PostgreSQL or SQLite; package
 // oauthtest is the conformance suite for any other), and a Directory — the
@@ -40,6 +42,14 @@
 // Sealer encrypts the signing key at rest under a secrets key
 // (sqlstore.Store.WithSealer).
 //
+// Connected apps: ConnectedApps lists the apps with access to an
+// organization (those it registered, and those its users consented to)
+// and DisconnectApp cuts one off: its authorizations there are revoked,
+// the consents removed, and a cut-off recorded, which every
+// bearer.Verifier whose CutOffs is a bearer.CutOffList over the store
+// applies to the app's live access tokens at its next reload, without a
+// database lookup per request (see ConnectedAppStore).
+//
 // Security properties, each tested: secrets, codes and refresh tokens are
 // 256-bit random values stored only as SHA-256 hashes and compared in
 // constant time; a client is authenticated before any code or refresh
@@ -61,9 +71,10 @@
 // leaves at once; introspection tells a client only about its own tokens;
 // every OAuth token names its grant in oauth_grant_type, a
 // client-credentials token always carries its oauth_branch_ids and an
-// authorization-code token never does; only HS256 tokens signed by a known
-// kid, for the audience "authenticated" and the issuer, unexpired, are
-// accepted, by every verifier of the server and by bearer.Verifier; every
+// authorization-code token never does; OAuth access tokens are typed
+// at+jwt; only tokens signed by a known kid with exactly its key's
+// algorithm, for the audience "authenticated" and the issuer, unexpired,
+// are accepted, by every verifier of the server and by bearer.Verifier; every
 // verifier the server builds runs on its clock (Server.Now).
 //
 // Errors are *errors.Error values (import it as apierrors) with the codes

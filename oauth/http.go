@@ -1,6 +1,8 @@
 package oauth
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth/bearer"
@@ -26,6 +29,10 @@ const (
 	PathRevoke     = "/auth/v1/oauth/revoke"
 	PathIntrospect = "/auth/v1/oauth/introspect"
 	PathMetadata   = "/.well-known/oauth-authorization-server"
+	PathJWKS       = "/.well-known/jwks.json"
+	// PathConnectedApps lists an organization's connected apps; its
+	// {organization_id} wildcard names the organization.
+	PathConnectedApps = "/auth/v1/oauth/organizations/{organization_id}/connected_apps"
 )
 
 // maxRequestBytes is the largest body of a request to the token service.
@@ -68,6 +75,13 @@ type Paths struct {
 	Introspect string
 	// Metadata is the RFC 8414 authorization server metadata (GET).
 	Metadata string
+	// JWKS is the JSON Web Key Set of the public signing keys (GET), the
+	// metadata's jwks_uri.
+	JWKS string
+	// ConnectedApps lists the apps connected to an organization (GET);
+	// ConnectedApps + "/{client_id}" disconnects one (DELETE). It must hold
+	// the wildcard {organization_id}.
+	ConnectedApps string
 }
 
 // WithDefaults returns p with every empty field set to its default.
@@ -79,6 +93,8 @@ func (p Paths) WithDefaults() Paths {
 		{&p.Authorize, PathAuthorize}, {&p.Login, PathLogin}, {&p.Consent, PathConsent},
 		{&p.Token, PathToken}, {&p.UserToken, PathUserToken}, {&p.Apps, PathApps},
 		{&p.Revoke, PathRevoke}, {&p.Introspect, PathIntrospect}, {&p.Metadata, PathMetadata},
+		{&p.JWKS, PathJWKS},
+		{&p.ConnectedApps, PathConnectedApps},
 	} {
 		if *f.path == "" {
 			*f.path = f.def
@@ -93,10 +109,15 @@ func (p Paths) Check() error {
 		{"Authorize", p.Authorize}, {"Login", p.Login}, {"Consent", p.Consent},
 		{"Token", p.Token}, {"UserToken", p.UserToken}, {"Apps", p.Apps},
 		{"Revoke", p.Revoke}, {"Introspect", p.Introspect}, {"Metadata", p.Metadata},
+		{"JWKS", p.JWKS},
+		{"ConnectedApps", p.ConnectedApps},
 	} {
 		if f.path != "" && !strings.HasPrefix(f.path, "/") {
 			return fmt.Errorf("oauth: Paths.%s %q is not an absolute path", f.name, f.path)
 		}
+	}
+	if p.ConnectedApps != "" && !strings.Contains(p.ConnectedApps, "{organization_id}") {
+		return fmt.Errorf("oauth: Paths.ConnectedApps %q lacks the wildcard {organization_id}", p.ConnectedApps)
 	}
 	return nil
 }
@@ -142,6 +163,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+p.Revoke, s.handleRevoke)
 	mux.HandleFunc("POST "+p.Introspect, s.handleIntrospect)
 	mux.HandleFunc("GET "+p.Metadata, s.handleMetadata)
+	mux.HandleFunc("GET "+p.JWKS, s.handleJWKS)
+	mux.HandleFunc("GET "+p.ConnectedApps, s.handleConnectedApps)
+	mux.HandleFunc("DELETE "+p.ConnectedApps+"/{client_id}", s.handleDisconnectApp)
 	s.mountConsent(mux, p)
 }
 
@@ -595,6 +619,7 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 	}
 	v := s.verifier()
 	v.Families = s.Store
+	v.CutOffs = s.CutOffs
 	if c, err := v.Verify(r.Context(), token); err == nil {
 		if !c.OAuth() || c.ClientID != app.ClientID {
 			return &Introspection{Active: false}, nil
@@ -651,7 +676,58 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	if len(s.ScopesSupported) > 0 {
 		metadata["scopes_supported"] = s.ScopesSupported
 	}
+	if s.Keys != nil && len(s.Keys.JWKS().Keys) > 0 {
+		metadata["jwks_uri"] = base + p.JWKS
+	}
 	writeJSON(w, http.StatusOK, metadata)
+}
+
+// jwksMaxAge is how long clients may cache the JWKS: a new signing key is
+// published as a previous key's successor before it signs (see
+// bearer.KeySet), and verifiers fetch the set again on an unknown kid, so
+// a short cache only bounds how long a removed key is still trusted.
+const jwksMaxAge = 5 * time.Minute
+
+// handleJWKS serves the public signing keys as a JSON Web Key Set (RFC
+// 7517), with Cache-Control public and max-age of five minutes, and a
+// strong ETag of its body (If-None-Match answers 304). A server whose keys
+// are all HS256 has nothing to publish: it answers 404 not_found, and its
+// metadata names no jwks_uri, so that no client takes an empty set for
+// one that will be filled.
+func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
+	if s.Keys == nil || len(s.Keys.JWKS().Keys) == 0 {
+		s.writeError(w, r, apierrors.NotFound("this server signs tokens with a shared secret (HS256) and publishes no keys"))
+		return
+	}
+	body, err := json.Marshal(s.Keys.JWKS())
+	if err != nil {
+		s.writeError(w, r, apierrors.Internal(err))
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+	h := w.Header()
+	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(jwksMaxAge.Seconds())))
+	h.Set("ETag", etag)
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/jwk-set+json")
+	_, _ = w.Write(body)
+}
+
+// etagMatches reports whether an If-None-Match header names etag (or *);
+// weak validators match their strong twin, as RFC 9110 section 13.1.2
+// has it for If-None-Match.
+func etagMatches(header, etag string) bool {
+	for tag := range strings.SplitSeq(header, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || tag == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeJSON reads a JSON object body into v: Content-Type must be

@@ -37,8 +37,8 @@ const (
 
 // OpenAPI returns the OpenAPI 3.1 description of the token service's
 // endpoints at its Paths: the token endpoint and its grants, user sign-in,
-// app registration and secret rotation, revocation, introspection, the
-// metadata and the authorization endpoint, under the tag "OAuth", with the
+// app registration and secret rotation, connected apps, revocation,
+// introspection, the metadata and the authorization endpoint, under the tag "OAuth", with the
 // schemas, responses, headers and security schemes they use. Its info and
 // server are the service's; a host merges it into its own document with
 // openapi.Document.Merge (or resource.OpenAPIInfo.Sections). Each call
@@ -75,7 +75,7 @@ func (s *Server) OpenAPI() *openapi.Document {
 
 	d.Paths[p.UserToken] = &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Sign in a product user", OperationID: "signInUser",
-		Description: "Product user sign-in. It answers a product user token: an HS256 JWT signed like the access tokens but without `oauth_client_id`, " +
+		Description: "Product user sign-in. It answers a product user token: a JWT signed like the access tokens but typed `JWT` and without `oauth_client_id`, " +
 			"which app registration and secret rotation take and the resource API refuses (403 `invalid_token_type`).",
 		Parameters: []*openapi.Parameter{{
 			Name: "grant_type", In: "query", Required: true, Description: "Must be `password`.",
@@ -147,6 +147,8 @@ func (s *Server) OpenAPI() *openapi.Document {
 		},
 	}
 
+	s.oaConnectedApps(d, p, userAuthErrors, userSecurity)
+
 	clientErrors := func(oaSuccess *openapi.Response) map[string]*openapi.Response {
 		return map[string]*openapi.Response{
 			"200": oaSuccess,
@@ -187,6 +189,28 @@ func (s *Server) OpenAPI() *openapi.Document {
 		Description: "RFC 8414 metadata, so that standard clients configure themselves.",
 		Responses: map[string]*openapi.Response{
 			"200": {Description: "The metadata.", Content: openapi.JSON(openapi.SchemaRef("AuthorizationServerMetadata"))},
+			"429": shared("RateLimited", openapi.RateLimitedResponse),
+			"500": shared("ServerError", openapi.ServerErrorResponse),
+		},
+		Security: []openapi.SecurityRequirement{},
+	}}
+	header := func(description string) *openapi.Header {
+		return &openapi.Header{Description: description, Required: true, Schema: &openapi.Schema{Type: "string"}}
+	}
+	d.Paths[p.JWKS] = &openapi.PathItem{Get: &openapi.Operation{
+		Tags: []string{tagOAuth}, Summary: "Get the public signing keys", OperationID: "getJSONWebKeySet",
+		Description: "The RFC 7517 JSON Web Key Set of the keys that sign tokens, when they are ES256 or EdDSA keys (the metadata's `jwks_uri`), " +
+			"so that services verify tokens without a shared secret; the current key first, then the previous ones that still verify. " +
+			"A token's `kid` names its key, and only that key's `alg` is accepted for it.",
+		Responses: map[string]*openapi.Response{
+			"200": {Description: "The key set.", Content: map[string]*openapi.MediaType{"application/jwk-set+json": {Schema: openapi.SchemaRef("JSONWebKeySet")}},
+				Headers: map[string]*openapi.Header{
+					"Cache-Control": header("`public, max-age=300`."),
+					"ETag":          header("A strong validator of the set; `If-None-Match` with it answers 304."),
+				}},
+			"304": {Description: "The set has not changed since the `ETag` in `If-None-Match`."},
+			"404": openapi.ErrorResponse("`not_found`: the server signs with a shared secret (HS256) and publishes no key.",
+				oaErr(apierrors.CodeNotFound, "this server signs tokens with a shared secret (HS256) and publishes no keys")),
 			"429": shared("RateLimited", openapi.RateLimitedResponse),
 			"500": shared("ServerError", openapi.ServerErrorResponse),
 		},
@@ -322,7 +346,7 @@ func (s *Server) oaSecuritySchemes() map[string]*openapi.SecurityScheme {
 	return map[string]*openapi.SecurityScheme{
 		oaSchemeOAuth2: {
 			Type: "oauth2",
-			Description: "OAuth 2.1 access tokens (HS256 JWTs, valid " + strconv.Itoa(int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)/time.Second)) + " s), sent as `Authorization: Bearer <token>`. " +
+			Description: "OAuth 2.1 access tokens (JWTs typed `at+jwt`, signed with HS256, or with ES256 or EdDSA whose public keys `" + p.JWKS + "` publishes; valid " + strconv.Itoa(int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL)/time.Second)) + " s), sent as `Authorization: Bearer <token>`. " +
 				"The authorization-code flow requires PKCE with S256 (`plain` is refused) and an exact redirect URI; its token sees every branch of the organization the user chose at consent. " +
 				"A client-credentials token sees the branches its app lists (`oauth_branch_ids`).",
 			Flows: &openapi.OAuthFlows{
@@ -332,7 +356,7 @@ func (s *Server) oaSecuritySchemes() map[string]*openapi.SecurityScheme {
 		},
 		oaSchemeUserToken: {
 			Type: "http", Scheme: "bearer", BearerFormat: "JWT",
-			Description: "A product user token from `POST " + p.UserToken + "?grant_type=password`: an HS256 JWT without `oauth_client_id`. App registration and secret rotation take it; the resource API answers it with 403 `invalid_token_type`.",
+			Description: "A product user token from `POST " + p.UserToken + "?grant_type=password`: a JWT without `oauth_client_id`. App registration and secret rotation take it; the resource API answers it with 403 `invalid_token_type`.",
 		},
 		oaSchemeClientBasic: {
 			Type: "http", Scheme: "basic",
@@ -390,7 +414,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	}
 
 	tokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in", "scope"},
-		openapi.Prop("access_token", openapi.String("The access token: an HS256 JWT for `Authorization: Bearer`.")),
+		openapi.Prop("access_token", openapi.String("The access token: a JWT typed `at+jwt` for `Authorization: Bearer`.")),
 		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
 		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL) / time.Second)}}),
 		openapi.Prop("refresh_token", openapi.String("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid "+inWords(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL))+".")),
@@ -405,7 +429,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	userTokenRequest.Description = "A product user sign-in."
 
 	userTokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in"},
-		openapi.Prop("access_token", openapi.String("The product user token: an HS256 JWT without `oauth_client_id`.")),
+		openapi.Prop("access_token", openapi.String("The product user token: a JWT without `oauth_client_id`.")),
 		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
 		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the token expires."}))
 	userTokenResponse.Description = "A product user token."
@@ -494,8 +518,22 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 		openapi.Prop("authorization_response_iss_parameter_supported", &openapi.Schema{Type: "boolean", Description: "True: the authorization response carries `iss` (RFC 9207)."}),
 		openapi.Prop("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
 		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")))
+		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
+		openapi.Prop("jwks_uri", uri("The JSON Web Key Set of the public signing keys; only when tokens are signed with ES256 or EdDSA.")))
 	metadata.Description = "RFC 8414 authorization server metadata."
+	str := func(description string) *openapi.Schema {
+		return &openapi.Schema{Type: "string", Description: description}
+	}
+	jwk := openapi.Object([]string{"kty", "crv", "x", "kid", "alg", "use"},
+		openapi.Prop("kty", str("`EC` (ES256) or `OKP` (EdDSA).")),
+		openapi.Prop("crv", str("`P-256` or `Ed25519`.")),
+		openapi.Prop("x", str("The x coordinate (EC) or the public key (OKP), base64url.")),
+		openapi.Prop("y", str("The y coordinate of an EC key, base64url.")),
+		openapi.Prop("kid", str("The key id, the `kid` header of the tokens it signs.")),
+		openapi.Prop("alg", str("`ES256` or `EdDSA`: the only algorithm accepted for the key.")),
+		openapi.Prop("use", str("`sig`.")))
+	jwks := openapi.Object([]string{"keys"}, openapi.Prop("keys", &openapi.Schema{Type: "array", Items: jwk}))
+	jwks.Description = "RFC 7517 JSON Web Key Set."
 
 	return map[string]*openapi.Schema{
 		"AuthorizationCodeTokenRequest": authCode,
@@ -513,6 +551,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 		"TokenIntrospectionRequest":     introspectionRequest,
 		"TokenIntrospection":            introspection,
 		"AuthorizationServerMetadata":   metadata,
+		"JSONWebKeySet":                 jwks,
 	}
 }
 

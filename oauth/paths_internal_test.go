@@ -33,6 +33,7 @@ func TestPathsCheck(t *testing.T) {
 	err := Paths{Token: "oauth2/token"}.Check()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Paths.Token")
+	assert.ErrorContains(t, Paths{ConnectedApps: "/orgs/apps"}.Check(), "{organization_id}")
 	assert.Panics(t, func() { (&Server{Paths: Paths{Login: "login"}}).Mount(http.NewServeMux()) })
 }
 

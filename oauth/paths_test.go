@@ -22,6 +22,8 @@ var otherPaths = oauth.Paths{
 	Authorize: "/oauth2/authorize", Login: "/oauth2/login", Consent: "/oauth2/consent",
 	Token: "/oauth2/token", UserToken: "/oauth2/user-token", Apps: "/oauth2/apps",
 	Revoke: "/oauth2/revoke", Introspect: "/oauth2/introspect", Metadata: "/oauth2/.well-known/oauth-authorization-server",
+	JWKS:          "/oauth2/.well-known/jwks.json",
+	ConnectedApps: "/oauth2/orgs/{organization_id}/apps",
 }
 
 // newOtherPathsEnv returns e's service at otherPaths, with access tokens
@@ -46,6 +48,8 @@ func TestPathsDefaults(t *testing.T) {
 		Authorize: oauth.PathAuthorize, Login: oauth.PathLogin, Consent: oauth.PathConsent,
 		Token: "/oauth2/token", UserToken: oauth.PathUserToken, Apps: oauth.PathApps,
 		Revoke: oauth.PathRevoke, Introspect: oauth.PathIntrospect, Metadata: oauth.PathMetadata,
+		JWKS:          oauth.PathJWKS,
+		ConnectedApps: oauth.PathConnectedApps,
 	}, p)
 }
 
@@ -71,6 +75,8 @@ func TestOtherPaths(t *testing.T) {
 			{http.MethodPost, otherPaths.Revoke, def.Revoke},
 			{http.MethodPost, otherPaths.Introspect, def.Introspect},
 			{http.MethodGet, otherPaths.Metadata, def.Metadata},
+			{http.MethodGet, "/oauth2/orgs/" + orgID + "/apps", connectedAppsPath(orgID)},
+			{http.MethodDelete, "/oauth2/orgs/" + orgID + "/apps/" + e.app.ClientID, connectedAppsPath(orgID) + "/" + e.app.ClientID},
 		} {
 			t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 				for path, found := range map[string]bool{tc.path: true, tc.old: false} {
@@ -176,7 +182,8 @@ func TestOpenAPISection(t *testing.T) {
 					}
 					method := []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete}[i]
 					documented[method+" "+path] = op.OperationID
-					_, pattern := mux.Handler(httptest.NewRequest(method, strings.Replace(path, "{client_id}", "c", 1), nil))
+					concrete := strings.NewReplacer("{client_id}", "c", "{organization_id}", "o").Replace(path)
+					_, pattern := mux.Handler(httptest.NewRequest(method, concrete, nil))
 					assert.Equal(t, method+" "+path, pattern, "Mount serves %s %s", method, path)
 					assert.Equal(t, []string{"OAuth"}, op.Tags)
 				}
@@ -185,7 +192,9 @@ func TestOpenAPISection(t *testing.T) {
 				"POST " + p.Token: "requestToken", "POST " + p.UserToken: "signInUser", "POST " + p.Apps: "registerApp",
 				"POST " + p.Apps + "/{client_id}/rotate-secret": "rotateAppSecret", "POST " + p.Revoke: "revokeToken",
 				"POST " + p.Introspect: "introspectToken", "GET " + p.Metadata: "getAuthorizationServerMetadata",
-				"GET " + p.Authorize: "authorize",
+				"GET " + p.Authorize: "authorize", "GET " + p.JWKS: "getJSONWebKeySet",
+				"GET " + p.ConnectedApps:                     "listConnectedApps",
+				"DELETE " + p.ConnectedApps + "/{client_id}": "disconnectApp",
 			}, documented, "every endpoint but the sign-in and consent pages")
 
 			raw, err := openapi.Marshal(doc)

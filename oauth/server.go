@@ -76,6 +76,13 @@ type Server struct {
 	// the authorization server metadata: the scopes of the resource
 	// servers whose tokens this service issues.
 	ScopesSupported []string
+	// CutOffs, when set, are the cut-offs of disconnected apps (see
+	// DisconnectApp and bearer.CutOffList): introspection answers a token
+	// they refuse inactive, as the host's verifier refuses it, and a
+	// refresh token of an authorization given before the app's cut-off
+	// fails and has its family revoked (one saved by a code exchange
+	// that raced the disconnection).
+	CutOffs bearer.CutOffChecker
 }
 
 func (s *Server) now() time.Time {
@@ -197,6 +204,7 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) 
 		OrganizationID: app.OrganizationID, ClientID: app.ClientID, Scopes: scopes,
 		BranchIDs: app.BranchIDs, AppName: app.Name, Grant: bearer.GrantClientCredentials,
 	}
+	s.recordUse(ctx, app.ClientID, app.OrganizationID, now)
 	return s.issue(c, ttl, "")
 }
 
@@ -266,6 +274,7 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 	if err := s.requireMember(ctx, rt, now); err != nil {
 		return nil, err
 	}
+	s.recordUse(ctx, rt.ClientID, rt.OrganizationID, now)
 	return s.userToken(rt, refresh, now, end)
 }
 
@@ -301,6 +310,14 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 	if err := s.requireMember(ctx, old, now); err != nil {
 		return nil, err
 	}
+	if s.CutOffs != nil && s.CutOffs.CutOff(old.OrganizationID, old.ClientID, old.AuthorizedAt) {
+		// A family that a code exchange saved while the app was being
+		// disconnected, after the disconnection revoked the others.
+		if err := s.Store.RevokeFamily(ctx, old.FamilyID, now); err != nil {
+			return nil, apierrors.Internal(fmt.Errorf("oauth: revoke the family of a disconnected app: %w", err))
+		}
+		return nil, apierrors.InvalidGrant("the app was disconnected from the organization; the user must authorize it again")
+	}
 	next := NewSecret()
 	expires := earliest(now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), end)
 	spent, err := s.Store.RotateRefreshToken(ctx, hash, HashSecret(next), expires, now)
@@ -315,6 +332,7 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 	case err != nil:
 		return nil, apierrors.Internal(fmt.Errorf("oauth: rotate refresh token: %w", err))
 	}
+	s.recordUse(ctx, spent.ClientID, spent.OrganizationID, now)
 	return s.userToken(spent, next, now, end)
 }
 

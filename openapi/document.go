@@ -18,6 +18,9 @@ type Document struct {
 	Tags []Tag `json:"tags"`
 	// Paths are the path items by path.
 	Paths map[string]*PathItem `json:"paths"`
+	// Webhooks are the requests the API sends, by name: what a receiver
+	// of its webhooks is called with.
+	Webhooks map[string]*PathItem `json:"webhooks,omitempty"`
 	// Components are what the document refers to by name.
 	Components Components `json:"components"`
 }

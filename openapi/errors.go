@@ -69,11 +69,11 @@ func PayloadTooLargeResponse(limit int) *Response {
 func Headers() map[string]*Header {
 	return map[string]*Header{
 		"WWW-Authenticate": {
-			Description: "The RFC 6750 challenge: `Bearer realm=\"...\"` for a missing token (the `realm` names the server's protection space, when it has one); with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise.",
+			Description: "The RFC 6750 challenge: `Bearer realm=\"...\"` for a missing token (the `realm` names the server's protection space, when it has one); with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise. The challenges of an API that publishes its protected resource metadata (RFC 9728) end with `resource_metadata=\"<URL of the metadata>\"`, where a client finds the authorization servers and scopes of the API.",
 			Schema:      &Schema{Type: "string"}, Required: true,
 		},
 		"ScopeChallenge": {
-			Description: "With `insufficient_scope` only: the RFC 6750 challenge `Bearer realm=\"...\", error=\"insufficient_scope\", error_description=\"...\"`, with the `scope` needed when a scope is missing.",
+			Description: "With `insufficient_scope` only: the RFC 6750 challenge `Bearer realm=\"...\", error=\"insufficient_scope\", error_description=\"...\"`, with the `scope` needed when a scope is missing, and `resource_metadata` (RFC 9728) last when the API publishes its metadata.",
 			Schema:      &Schema{Type: "string"},
 		},
 		"Retry-After": {
@@ -81,11 +81,11 @@ func Headers() map[string]*Header {
 			Schema:      &Schema{Type: "integer", Minimum: Ptr(1.0)}, Required: true,
 		},
 		"RateLimit-Policy": {
-			Description: "The limit of the route (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";q=<quota>;w=<window seconds>`. Set on every response of a rate-limited route.",
-			Schema:      &Schema{Type: "string", Examples: []any{`"rest";q=1000;w=60`}},
+			Description: "The limits of the route (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";q=<quota>;w=<window seconds>`, comma-separated when the request counts under several (an organization's and its app's). Set on every response of a rate-limited route.",
+			Schema:      &Schema{Type: "string", Examples: []any{`"rest";q=1000;w=60`, `"rest";q=1000;w=60, "rest-app";q=500;w=60`}},
 		},
 		"RateLimit": {
-			Description: "The state of the caller's limit (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";r=<remaining>;t=<seconds until the quota is back>`. Set on every response of a rate-limited route.",
+			Description: "The state of the caller's limit (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";r=<remaining>;t=<seconds until the quota is back>`; of the tightest one, under several (the one that refused the request, or the one with the fewest requests remaining). Set on every response of a rate-limited route.",
 			Schema:      &Schema{Type: "string", Examples: []any{`"rest";r=998;t=1`}},
 		},
 		"Cache-Control": {

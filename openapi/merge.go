@@ -53,7 +53,7 @@ func (d *Document) AddSchema(name string, s *Schema) error {
 	return add(d.Components.Schemas, "schema", name, s)
 }
 
-// Merge adds the paths, tags and components of section to d: the
+// Merge adds the paths, webhooks, tags and components of section to d: the
 // description of other endpoints of the same server, for one document of
 // them all. Tags are appended in section's order, paths and components
 // added by name; d's info and servers stay. Section's parts are shared,
@@ -77,6 +77,15 @@ func (d *Document) Merge(section *Document) error {
 		if err := d.AddPath(p, section.Paths[p]); err != nil {
 			return err
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(section.Webhooks)) {
+		if _, ok := d.Webhooks[name]; ok {
+			return fmt.Errorf("openapi: webhook %s is described twice", name)
+		}
+		if d.Webhooks == nil {
+			d.Webhooks = map[string]*PathItem{}
+		}
+		d.Webhooks[name] = section.Webhooks[name]
 	}
 	c := &d.Components
 	if c.Schemas == nil {

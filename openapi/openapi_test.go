@@ -28,6 +28,10 @@ func TestMerge(t *testing.T) {
 	assert.Len(t, d.Paths, 2)
 	assert.Len(t, d.Tags, 1, "a tag of the same name and content is kept once")
 	assert.Len(t, d.Components.Schemas, 1)
+	hooks := section(t, "/c", "getC")
+	hooks.Webhooks = map[string]*openapi.PathItem{"event": {}}
+	require.NoError(t, d.Merge(hooks))
+	assert.Contains(t, d.Webhooks, "event", "a section's webhooks are merged")
 
 	for _, tc := range []struct {
 		name    string
@@ -41,6 +45,11 @@ func TestMerge(t *testing.T) {
 			s.Tags[0].Description = "other"
 			return s
 		}, "two tags are named T"},
+		{"webhook twice", func(t *testing.T) *openapi.Document {
+			s := section(t, "/c", "getC")
+			s.Webhooks = map[string]*openapi.PathItem{"event": {}}
+			return s
+		}, "webhook event is described twice"},
 		{"schema with another content", func(t *testing.T) *openapi.Document {
 			s := section(t, "/c", "getC")
 			s.Components.Schemas["Error"] = openapi.String("not the error")
@@ -49,6 +58,7 @@ func TestMerge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := section(t, "/a", "getA")
+			d.Webhooks = map[string]*openapi.PathItem{"event": {}}
 			err := d.Merge(tc.section(t))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)

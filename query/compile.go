@@ -78,6 +78,25 @@ func (d Dialect) Timestamp(t time.Time) any {
 	return t.UTC()
 }
 
+// ScanTimestamp returns a timestamp as a driver reads it from either
+// dialect, in UTC: a time.Time from PostgreSQL, text in
+// SQLiteTimestampLayout (or any RFC 3339 text) from SQLite. NULL (nil) is
+// the zero time.
+func ScanTimestamp(v any) (time.Time, error) {
+	switch v := v.(type) {
+	case nil:
+		return time.Time{}, nil
+	case time.Time:
+		return v.UTC(), nil
+	case []byte:
+		return ScanTimestamp(string(v))
+	case string:
+		t, err := time.Parse(time.RFC3339Nano, v)
+		return t.UTC(), err
+	}
+	return time.Time{}, fmt.Errorf("query: a timestamp of type %T", v)
+}
+
 // Date returns the value to bind or store for a date in d: YYYY-MM-DD text,
 // which PostgreSQL reads as a date and SQLite compares in date order.
 func (d Dialect) Date(t time.Time) any {

@@ -3,6 +3,8 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,3 +78,42 @@ func BenchmarkMemoryAllow(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkMiddlewarePolicies measures the REST middleware over the
+// in-process limiter with the organization's limit only and with the
+// app's beside it.
+func BenchmarkMiddlewarePolicies(b *testing.B) {
+	org := func(*http.Request) (string, bool) { return "4f1c2a7e-5b0d-4e8f-9a3c-000000000001", true }
+	app := func(*http.Request) (string, bool) { return "4f1c2a7e-5b0d-4e8f-9a3c-000000000001:app-1", true }
+	huge := ratelimit.Limit{Name: "rest", Quota: 1 << 40, Window: time.Minute}
+	appLimit := ratelimit.Limit{Name: "rest-app", Quota: 1 << 39, Window: time.Minute}
+	for _, tc := range []struct {
+		name     string
+		policies []ratelimit.Policy
+	}{
+		{"one policy", nil},
+		{"two policies", []ratelimit.Policy{{Limit: appLimit, Key: app}}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+				Limiter:  ratelimit.NewMemory(ratelimit.MemoryOptions{}),
+				Limit:    huge,
+				Key:      org,
+				Policies: tc.policies,
+			})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			req := httptest.NewRequest(http.MethodGet, "/v1/org/orders", nil)
+			w := discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(w, req)
+			}
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps one header map.
+type discardWriter struct{ h http.Header }
+
+func (w discardWriter) Header() http.Header         { return w.h }
+func (w discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w discardWriter) WriteHeader(int)             {}

@@ -125,3 +125,39 @@ type failing struct{}
 func (failing) Allow(context.Context, string, ratelimit.Limit) (ratelimit.Decision, error) {
 	return ratelimit.Decision{}, fmt.Errorf("redis is down")
 }
+
+// An organization's quota and, beside it, each app's within the
+// organization: one app spending its share leaves the others served, and
+// a refused request is counted under neither policy.
+func ExampleOptions_policies() {
+	now := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
+	org := func(r *http.Request) (string, bool) { return r.PathValue("org"), true }
+	app := func(r *http.Request) (string, bool) {
+		return r.PathValue("org") + ":" + r.Header.Get("X-App"), r.Header.Get("X-App") != ""
+	}
+	mw := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter:  ratelimit.NewMemory(ratelimit.MemoryOptions{Now: func() time.Time { return now }}),
+		Limit:    ratelimit.Limit{Name: "rest", Quota: 4, Window: time.Minute},
+		Key:      org,
+		Policies: []ratelimit.Policy{{Limit: ratelimit.Limit{Name: "rest-app", Quota: 2, Window: time.Minute}, Key: app}},
+	})
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/{org}/orders", mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+
+	for i, a := range []string{"a", "a", "a", "b"} {
+		req := httptest.NewRequest(http.MethodGet, "/v1/org-1/orders", nil)
+		req.Header.Set("X-App", a)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if i == 0 {
+			fmt.Println("RateLimit-Policy:", rec.Header().Get("RateLimit-Policy"))
+		}
+		fmt.Println(a, rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// RateLimit-Policy: "rest";q=4;w=60, "rest-app";q=2;w=60
+	// a 200 "rest-app";r=1;t=30
+	// a 200 "rest-app";r=0;t=60
+	// a 429 "rest-app";r=0;t=60
+	// b 200 "rest";r=1;t=45
+}

@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
 	"strings"
 	"sync"
@@ -145,6 +146,132 @@ func (m *Memory) Allow(_ context.Context, key string, l Limit) (Decision, error)
 	}
 	s.mu.Unlock()
 	return decision(rate, tat, now, allowed), nil
+}
+
+var _ MultiLimiter = (*Memory)(nil)
+
+// multiInline is how many charges AllowAll decides without allocating.
+const multiInline = 4
+
+// pending is the state of one charge inside AllowAll.
+type pending struct {
+	rate    gcra.Rate
+	h       uint64 // the key's hash with the top bit set
+	shard   int
+	before  gcra.Instant // before the decision
+	tat     gcra.Instant // after the decision
+	allowed bool
+}
+
+// AllowAll decides one request under every charge at once, as
+// MultiLimiter.AllowAll prescribes: counted under all of them, or, when any
+// refuses, under none. The shards of the charges are locked together, in
+// order, so that no other decision sees half of it. It never fails for
+// valid limits; ctx is not used.
+func (m *Memory) AllowAll(_ context.Context, charges []Charge, ds []Decision) error {
+	if len(ds) < len(charges) {
+		return fmt.Errorf("ratelimit: %d decisions for %d charges", len(ds), len(charges))
+	}
+	for _, c := range charges {
+		if err := c.Limit.Validate(); err != nil {
+			return err
+		}
+	}
+	var buf [multiInline]pending
+	ps := buf[:0]
+	if len(charges) > multiInline {
+		ps = make([]pending, 0, len(charges))
+	}
+	for _, c := range charges {
+		p := pending{allowed: true}
+		if c.Limit.Enabled() {
+			raw := maphash.String(m.seed, c.Key)
+			p.rate = gcra.NewRate(int64(c.Limit.Quota), int64(c.Limit.Window))
+			p.h, p.shard = raw|1<<63, int(raw>>m.shift)
+		}
+		ps = append(ps, p)
+	}
+	now := m.elapsed()
+	m.lockShards(ps, true)
+	all := true
+	for i, c := range charges {
+		p := &ps[i]
+		if p.h == 0 {
+			continue
+		}
+		p.before = m.current(ps[:i], charges[:i], p, c)
+		p.tat, p.allowed = p.rate.Take(p.before, now)
+		all = all && p.allowed
+	}
+	if all {
+		for i, c := range charges {
+			p := &ps[i]
+			if p.h == 0 {
+				continue
+			}
+			s := &m.shards[p.shard]
+			if j := s.find(p.h, c.Limit.Name, c.Key); j >= 0 {
+				s.table[j].tat, s.table[j].quota = p.tat, p.rate.Quota
+			} else {
+				s.insert(entry{hash: p.h, name: c.Limit.Name, key: c.Key, tat: p.tat, quota: p.rate.Quota}, now)
+			}
+		}
+	}
+	m.lockShards(ps, false)
+	for i := range charges {
+		p := &ps[i]
+		switch {
+		case p.h == 0:
+			ds[i] = Decision{Allowed: all}
+		case all || !p.allowed:
+			ds[i] = decision(p.rate, p.tat, now, all)
+		default: // room, but another charge refused: its figures as they are
+			ds[i] = Decision{
+				Remaining: int(p.rate.Remaining(p.before, now)),
+				Reset:     time.Duration(p.rate.Reset(p.before, now)),
+			}
+		}
+	}
+	return nil
+}
+
+// current returns the TAT of charge c, p, before this request: that of an
+// earlier charge of the same request on the same bucket (prev, before),
+// else the stored one, rescaled to c's quota. Its shard is locked.
+func (m *Memory) current(prev []pending, before []Charge, p *pending, c Charge) gcra.Instant {
+	for j := len(prev) - 1; j >= 0; j-- {
+		if prev[j].h == p.h && before[j].Key == c.Key && before[j].Limit.Name == c.Limit.Name {
+			return gcra.Rescale(prev[j].tat, prev[j].rate.Quota, p.rate.Quota)
+		}
+	}
+	s := &m.shards[p.shard]
+	if i := s.find(p.h, c.Limit.Name, c.Key); i >= 0 {
+		return gcra.Rescale(s.table[i].tat, s.table[i].quota, p.rate.Quota)
+	}
+	return gcra.Instant{Ns: gcra.Never}
+}
+
+// lockShards locks (or unlocks) the distinct shards of the enabled charges
+// ps, in ascending order, so that two AllowAll calls never deadlock.
+func (m *Memory) lockShards(ps []pending, lock bool) {
+	last := -1
+	for {
+		next := -1
+		for i := range ps {
+			if ps[i].h != 0 && ps[i].shard > last && (next < 0 || ps[i].shard < next) {
+				next = ps[i].shard
+			}
+		}
+		if next < 0 {
+			return
+		}
+		if lock {
+			m.shards[next].mu.Lock()
+		} else {
+			m.shards[next].mu.Unlock()
+		}
+		last = next
+	}
 }
 
 // elapsed returns the nanoseconds since the limiter was made. time.Since

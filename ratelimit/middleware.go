@@ -1,10 +1,12 @@
 package ratelimit
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
@@ -27,17 +29,47 @@ func KeyByRemoteAddr(r *http.Request) (key string, ok bool) {
 	return host, host != ""
 }
 
+// Policy is one limit of a route and what each request is counted under
+// in it, for routes limited under several at once (see
+// Options.Policies).
+type Policy struct {
+	// Limit is the quota per window; its Name is the policy's name in the
+	// RateLimit headers.
+	Limit Limit
+	// Key names the key of a request under Limit; ok false leaves this
+	// policy out of the request's decision and headers. Nil means
+	// KeyByRemoteAddr.
+	Key KeyFunc
+	// Quota, when set, may give a request's key a quota of its own (an
+	// override stored for one app, say): ok true replaces Limit.Quota for
+	// this request, 0 exempting it from the policy. With Quota set the
+	// policy stays even when Limit.Quota is 0, so Limit.Window must be
+	// positive. It runs on every request, so it must not wait for a
+	// database: cache.
+	Quota func(r *http.Request, key string) (quota int, ok bool)
+}
+
 // Options configures MiddlewareWithOptions. The zero value limits nothing;
 // a Limit with a Quota is enough to limit by remote address in process.
 type Options struct {
 	// Limiter decides. Nil means a Memory limiter of the middleware's own
-	// (NewMemory with zero MemoryOptions).
+	// (NewMemory with zero MemoryOptions). With more than one policy it
+	// must be a MultiLimiter.
 	Limiter Limiter
-	// Limit is the quota per window of each key. A Quota of 0 disables the
-	// middleware: every request passes and no header is set.
+	// Limit is the quota per window of each key. A Quota of 0 disables it;
+	// with no Policies either, every request passes and no header is set.
 	Limit Limit
-	// Key names the key of a request. Nil means KeyByRemoteAddr.
+	// Key names the key of a request under Limit. Nil means
+	// KeyByRemoteAddr.
 	Key KeyFunc
+	// Policies are further limits of the route, checked together with
+	// Limit in one decision of the Limiter (MultiLimiter.AllowAll): a
+	// request passes only when every policy has room, and is then counted
+	// under each; refused by any, it is counted under none. Each response
+	// lists every policy in RateLimit-Policy and reports the tightest in
+	// RateLimit. Policies whose Limit is not Enabled and that have no
+	// Quota func are left out.
+	Policies []Policy
 	// FailClosed is the policy for a Limiter that fails (Redis is down).
 	// False, the default, fails open: the request passes, without a
 	// RateLimit header. True answers 503 temporarily_unavailable with
@@ -60,30 +92,52 @@ func Middleware(l Limiter, limit Limit, key KeyFunc) func(http.Handler) http.Han
 	return MiddlewareWithOptions(Options{Limiter: l, Limit: limit, Key: key})
 }
 
+// policy is a Policy of a middleware, with its headers.
+type policy struct {
+	Policy
+	hdr headers
+}
+
 // MiddlewareWithOptions returns middleware that counts each request under
-// its key and the limit, and answers one over the limit with 429
-// rate_limited and a Retry-After header in whole seconds, rounded up.
+// its key and the limit (and the keys of opts.Policies under theirs), and
+// answers one over a limit with 429 rate_limited and a Retry-After header
+// in whole seconds, rounded up: the longest wait of the policies that
+// refused it.
 //
 // Every response of the limited route carries the RateLimit-Policy and
 // RateLimit headers of draft-ietf-httpapi-ratelimit-headers-11 (see
-// SetHeaders), set before the next handler runs; a request let through
-// because the limiter failed carries RateLimit-Policy only.
+// SetHeaders), set before the next handler runs: RateLimit-Policy lists
+// every policy the request was counted under, RateLimit reports the
+// tightest of them (the one that refused the request, or the one with the
+// fewest requests remaining). A request let through because the limiter
+// failed carries RateLimit-Policy only.
 //
-// It panics when opts.Limit has a Quota and no positive Window.
+// It panics when a limit has a Quota (or its Policy a Quota func) and no
+// positive Window, and when it has more than one policy and a Limiter that
+// is not a MultiLimiter.
 func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
-	if !opts.Limit.Enabled() {
-		return func(next http.Handler) http.Handler { return next }
+	var policies []policy
+	for _, p := range append([]Policy{{Limit: opts.Limit, Key: opts.Key}}, opts.Policies...) {
+		if !p.Limit.Enabled() && p.Quota == nil {
+			continue
+		}
+		if p.Limit.Window <= 0 { // a Quota, or a Quota func, needs a window
+			panic(fmt.Errorf("ratelimit: limit %q: %w", p.Limit.Name, ErrInvalidLimit))
+		}
+		if p.Key == nil {
+			p.Key = KeyByRemoteAddr
+		}
+		policies = append(policies, policy{Policy: p, hdr: newHeaders(p.Limit)})
 	}
-	if err := opts.Limit.Validate(); err != nil {
-		panic(err)
+	if len(policies) == 0 {
+		return func(next http.Handler) http.Handler { return next }
 	}
 	limiter := opts.Limiter
 	if limiter == nil {
 		limiter = NewMemory(MemoryOptions{})
 	}
-	key := opts.Key
-	if key == nil {
-		key = KeyByRemoteAddr
+	if _, ok := limiter.(MultiLimiter); !ok && len(policies) > 1 {
+		panic(ErrNotMulti)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -91,39 +145,169 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 	}
 	onError := opts.OnError
 	if onError == nil {
-		onError = logError(logger, opts.Limit.Name, opts.FailClosed)
+		onError = logError(logger, policies[0].Limit.Name, opts.FailClosed)
 	}
-	errw := apierrors.Writer{Logger: logger}
-	limit := opts.Limit
-	hdr := newHeaders(limit)
-
+	m := &middleware{
+		limiter:    limiter,
+		policies:   policies,
+		failClosed: opts.FailClosed,
+		onError:    onError,
+		errw:       apierrors.Writer{Logger: logger},
+	}
 	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			k, ok := key(r)
-			if !ok {
-				next.ServeHTTP(w, r)
-				return
-			}
-			d, err := limiter.Allow(r.Context(), k, limit)
-			h := w.Header()
-			h.Set(headerPolicy, hdr.policy)
-			if err != nil {
-				onError(r, err)
-				if opts.FailClosed {
-					errw.Write(w, r, apierrors.Unavailable("the rate limit could not be checked; retry later"))
-					return
-				}
-				next.ServeHTTP(w, r)
-				return
-			}
-			h.Set(headerState, hdr.state(d))
-			if !d.Allowed {
-				errw.Write(w, r, apierrors.RateLimited(ceilSeconds(d.RetryAfter)))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
+		if len(policies) == 1 && policies[0].Quota == nil {
+			return m.one(next)
+		}
+		return m.several(next)
 	}
+}
+
+// middleware is the state of one MiddlewareWithOptions.
+type middleware struct {
+	limiter    Limiter
+	policies   []policy
+	failClosed bool
+	onError    func(*http.Request, error)
+	errw       apierrors.Writer
+}
+
+// one is the middleware of a single policy with a fixed quota.
+func (m *middleware) one(next http.Handler) http.Handler {
+	p := &m.policies[0]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k, ok := p.Key(r)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		d, err := m.limiter.Allow(r.Context(), k, p.Limit)
+		h := w.Header()
+		h.Set(headerPolicy, p.hdr.policy)
+		if err != nil {
+			m.failed(w, r, next, err)
+			return
+		}
+		h.Set(headerState, p.hdr.state(d))
+		if !d.Allowed {
+			m.errw.Write(w, r, apierrors.RateLimited(ceilSeconds(d.RetryAfter)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// scratch holds the charges, headers and decisions of one request of
+// several; pooled, since the limiter's interface call makes them escape.
+type scratch struct {
+	charges [multiInline]Charge
+	hdrs    [multiInline]headers
+	ds      [multiInline]Decision
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// several is the middleware of several policies, or of one whose quota
+// may change from request to request.
+func (m *middleware) several(next http.Handler) http.Handler {
+	all := make([]headers, len(m.policies))
+	for i := range m.policies {
+		all[i] = m.policies[i].hdr
+	}
+	allPolicies := policyList(all) // the usual RateLimit-Policy
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sc := scratchPool.Get().(*scratch)
+		defer scratchPool.Put(sc)
+		charges, hdrs := sc.charges[:0], sc.hdrs[:0]
+		usual := true // every policy, none overridden
+		for i := range m.policies {
+			p := &m.policies[i]
+			k, ok := p.Key(r)
+			if !ok {
+				usual = false
+				continue
+			}
+			lim, hdr := p.Limit, p.hdr
+			if p.Quota != nil {
+				if q, ok := p.Quota(r, k); ok && q != lim.Quota {
+					lim.Quota = q
+					hdr = newHeaders(lim)
+					usual = false
+				}
+			}
+			if !lim.Enabled() {
+				usual = false
+				continue
+			}
+			charges = append(charges, Charge{Key: k, Limit: lim})
+			hdrs = append(hdrs, hdr)
+		}
+		if len(charges) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		if usual {
+			h.Set(headerPolicy, allPolicies)
+		} else {
+			h.Set(headerPolicy, policyList(hdrs))
+		}
+		var (
+			ds  = sc.ds[:min(len(charges), multiInline)]
+			err error
+		)
+		switch {
+		case len(charges) == 1:
+			ds[0], err = m.limiter.Allow(r.Context(), charges[0].Key, charges[0].Limit)
+		case len(charges) > multiInline:
+			ds = make([]Decision, len(charges))
+			fallthrough
+		default:
+			err = m.limiter.(MultiLimiter).AllowAll(r.Context(), charges, ds)
+		}
+		clear(sc.charges[:]) // let the keys go
+		if err != nil {
+			m.failed(w, r, next, err)
+			return
+		}
+		t := tightest(ds)
+		h.Set(headerState, hdrs[t].state(ds[t]))
+		if !ds[t].Allowed {
+			m.errw.Write(w, r, apierrors.RateLimited(ceilSeconds(ds[t].RetryAfter)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// failed applies the fail-open or fail-closed policy to a request whose
+// decision failed with err.
+func (m *middleware) failed(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	m.onError(r, err)
+	if m.failClosed {
+		m.errw.Write(w, r, apierrors.Unavailable("the rate limit could not be checked; retry later"))
+		return
+	}
+	next.ServeHTTP(w, r)
+}
+
+// policyList returns the RateLimit-Policy value of several policies: a
+// structured-field list of them, in order.
+func policyList(hdrs []headers) string {
+	if len(hdrs) == 1 {
+		return hdrs[0].policy
+	}
+	n := 0
+	for _, h := range hdrs {
+		n += len(h.policy) + 2
+	}
+	b := make([]byte, 0, n)
+	for i, h := range hdrs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, h.policy...)
+	}
+	return string(b)
 }
 
 // logError returns the default OnError, which warns on logger.

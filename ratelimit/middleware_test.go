@@ -313,3 +313,158 @@ func TestSetHeaders(t *testing.T) {
 		})
 	}
 }
+
+// byHeader keys a request by the value of its header name; none when it
+// is empty.
+func byHeader(name string) ratelimit.KeyFunc {
+	return func(r *http.Request) (string, bool) {
+		v := r.Header.Get(name)
+		return v, v != ""
+	}
+}
+
+// byOrgApp keys a request by its organization and app, within it.
+func byOrgApp(r *http.Request) (string, bool) {
+	app := r.Header.Get("X-App")
+	return r.Header.Get("X-Org") + ":" + app, app != ""
+}
+
+func TestMiddlewarePolicies(t *testing.T) {
+	t.Parallel()
+	var clock ratelimittest.Clock
+	overrides := map[string]int{"o1:big": 4, "o1:exempt": 0}
+	h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: ratelimit.NewMemory(ratelimit.MemoryOptions{Now: clock.Now}),
+		Limit:   ratelimit.Limit{Name: "rest", Quota: 6, Window: time.Minute},
+		Key:     byHeader("X-Org"),
+		Policies: []ratelimit.Policy{{
+			Limit: ratelimit.Limit{Name: "rest-app", Quota: 2, Window: time.Minute},
+			Key:   byOrgApp,
+			Quota: func(_ *http.Request, key string) (int, bool) {
+				q, ok := overrides[key]
+				return q, ok
+			},
+		}},
+	})(&okHandler{})
+
+	const both = `"rest";q=6;w=60, "rest-app";q=2;w=60`
+	steps := []struct {
+		name, org, app string
+		at             time.Duration
+		status         int
+		policy, state  string
+		retryAfter     string
+	}{
+		{"a, first", "o1", "a", 0, 200, both, `"rest-app";r=1;t=30`, ""},
+		{"a, second", "o1", "a", 0, 200, both, `"rest-app";r=0;t=60`, ""},
+		{"a over its share", "o1", "a", 0, 429, both, `"rest-app";r=0;t=60`, "30"},
+		{"a again: the organization was not charged", "o1", "a", 0, 429, both, `"rest-app";r=0;t=60`, "30"},
+		{"b of the same organization is served", "o1", "b", 0, 200, both, `"rest-app";r=1;t=30`, ""},
+		{"without an app, the organization's only", "o1", "", 0, 200, `"rest";q=6;w=60`, `"rest";r=2;t=40`, ""},
+		{"an override", "o1", "big", 0, 200, `"rest";q=6;w=60, "rest-app";q=4;w=60`, `"rest";r=1;t=50`, ""},
+		{"exempt from its share", "o1", "exempt", 0, 200, `"rest";q=6;w=60`, `"rest";r=0;t=60`, ""},
+		{"the organization caps the sum", "o1", "c", 0, 429, both, `"rest";r=0;t=60`, "10"},
+		{"another organization", "o2", "a", 0, 200, both, `"rest-app";r=1;t=30`, ""},
+		{"earned back", "o1", "c", 10 * time.Second, 200, both, `"rest";r=0;t=60`, ""},
+	}
+	for _, s := range steps {
+		clock.Set(s.at)
+		req := httptest.NewRequest(http.MethodGet, "/v1/o/orders", nil)
+		req.Header.Set("X-Org", s.org)
+		req.Header.Set("X-App", s.app)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		assert.Equal(t, s.status, rec.Code, s.name)
+		assert.Equal(t, s.policy, rec.Header().Get("RateLimit-Policy"), s.name)
+		assert.Equal(t, s.state, rec.Header().Get("RateLimit"), s.name)
+		assert.Equal(t, s.retryAfter, rec.Header().Get("Retry-After"), s.name)
+	}
+}
+
+func TestMiddlewarePoliciesNeedAMultiLimiter(t *testing.T) {
+	t.Parallel()
+	assert.PanicsWithValue(t, ratelimit.ErrNotMulti, func() {
+		ratelimit.MiddlewareWithOptions(ratelimit.Options{
+			Limiter:  &stubLimiter{},
+			Limit:    ratelimit.Limit{Name: "rest", Quota: 6, Window: time.Minute},
+			Policies: []ratelimit.Policy{{Limit: ratelimit.Limit{Name: "rest-app", Quota: 2, Window: time.Minute}}},
+		})
+	})
+}
+
+func TestAllowAll(t *testing.T) {
+	t.Parallel()
+	lim := ratelimit.Limit{Name: "api", Quota: 10, Window: time.Minute}
+	one := []ratelimit.Charge{{Key: "k", Limit: lim}}
+	two := append(one, ratelimit.Charge{Key: "j", Limit: lim})
+	stub := &stubLimiter{decision: ratelimit.Decision{Allowed: true, Remaining: 3}}
+	tests := []struct {
+		name    string
+		limiter ratelimit.Limiter
+		charges []ratelimit.Charge
+		ds      int
+		want    []ratelimit.Decision
+		err     error
+	}{
+		{"a Limiter, one charge", stub, one, 1, []ratelimit.Decision{{Allowed: true, Remaining: 3}}, nil},
+		{"a Limiter, no charge", stub, nil, 0, []ratelimit.Decision{}, nil},
+		{"a Limiter, two charges", stub, two, 2, make([]ratelimit.Decision, 2), ratelimit.ErrNotMulti},
+		{"a MultiLimiter", ratelimit.NewMemory(ratelimit.MemoryOptions{}), two, 2,
+			[]ratelimit.Decision{{Allowed: true, Remaining: 9, Reset: 6 * time.Second}, {Allowed: true, Remaining: 9, Reset: 6 * time.Second}}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ds := make([]ratelimit.Decision, tc.ds)
+			err := ratelimit.AllowAll(t.Context(), tc.limiter, tc.charges, ds)
+			require.ErrorIs(t, err, tc.err)
+			assert.Equal(t, tc.want, ds)
+		})
+	}
+	require.Error(t, ratelimit.AllowAll(t.Context(), stub, two, nil), "too few decisions")
+}
+
+// failingMulti is a MultiLimiter whose every decision fails.
+type failingMulti struct{ stubLimiter }
+
+func (f *failingMulti) AllowAll(context.Context, []ratelimit.Charge, []ratelimit.Decision) error {
+	f.calls.Add(1)
+	return errors.New("redis is down")
+}
+
+func TestMiddlewarePoliciesLimiterFails(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		failClosed bool
+		status     int
+	}{
+		{"fail open", false, http.StatusOK},
+		{"fail closed", true, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			limiter := &failingMulti{}
+			var errs atomic.Int64
+			h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+				Limiter:    limiter,
+				Limit:      ratelimit.Limit{Name: "rest", Quota: 6, Window: time.Minute},
+				Key:        byHeader("X-Org"),
+				Policies:   []ratelimit.Policy{{Limit: ratelimit.Limit{Name: "rest-app", Quota: 2, Window: time.Minute}, Key: byOrgApp}},
+				FailClosed: tc.failClosed,
+				OnError:    func(*http.Request, error) { errs.Add(1) },
+				Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+			})(&okHandler{})
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.Header.Set("X-Org", "o1")
+			req.Header.Set("X-App", "a")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			assert.Equal(t, tc.status, rec.Code)
+			assert.Equal(t, `"rest";q=6;w=60, "rest-app";q=2;w=60`, rec.Header().Get("RateLimit-Policy"))
+			assert.Empty(t, rec.Header().Get("RateLimit"))
+			assert.Equal(t, int64(1), limiter.calls.Load(), "one decision")
+			assert.Equal(t, int64(1), errs.Load())
+		})
+	}
+}

@@ -17,7 +17,7 @@
 //
 // A [Limiter] decides. [Memory] is the in-process limiter of one replica;
 // the subpackage ratelimit/redislimit holds the limits across every replica that
-// shares a Redis; ratelimit/ratelimittest is the conformance suite that both
+// shares a Redis; both are MultiLimiters; ratelimit/ratelimittest is the conformance suite that both
 // pass and that any other implementation can run.
 //
 // # Middleware
@@ -39,6 +39,20 @@
 // rounded up, until the whole quota is back. A request over the limit is
 // answered 429 rate_limited, with Retry-After in whole seconds rounded up, in
 // the JSON body of package errors.
+//
+// # Several policies
+//
+// A route may be limited under several policies at once, each with its own
+// key: an organization's quota and, beside it, each app's within the
+// organization ([Options.Policies]). A [MultiLimiter] decides them in one
+// atomic step ([Charge], [AllowAll]), so that a request is charged once:
+// it passes when every policy has room and is then counted under each; a
+// request that any policy refuses is counted under none, so that an app
+// spending its own share does not spend its organization's too.
+// RateLimit-Policy lists every policy; RateLimit reports the tightest:
+//
+//	RateLimit-Policy: "rest";q=1000;w=60, "rest-app";q=500;w=60
+//	RateLimit: "rest-app";r=12;t=59
 //
 // A limiter that fails (Redis is down) lets the request through by default,
 // so that an outage of the limiter is not an outage of the API;
@@ -117,4 +131,90 @@ type Limiter interface {
 func decision(r gcra.Rate, tat gcra.Instant, now int64, allowed bool) Decision {
 	remaining, reset, retry := r.Outcome(tat, now, allowed)
 	return Decision{Allowed: allowed, Remaining: int(remaining), Reset: time.Duration(reset), RetryAfter: time.Duration(retry)}
+}
+
+// Charge is one key under one limit: what a request is counted under when
+// it is checked under several limits at once, e.g. its organization under
+// "rest" and its app within the organization under "rest-app".
+type Charge struct {
+	// Key names the bucket within the limit, e.g. an organization id.
+	Key string
+	// Limit is the quota per window of the key.
+	Limit Limit
+}
+
+// MultiLimiter is a Limiter that decides a request under several charges
+// at once, atomically. Implementations are safe for concurrent use;
+// [Memory] and the Redis limiter of ratelimit/redislimit are ones.
+type MultiLimiter interface {
+	Limiter
+	// AllowAll decides one request under every charge and writes the
+	// decision of charges[i] to ds[i]; ds must be at least as long as
+	// charges. The request is charged once, all or nothing:
+	//
+	//   - when every charge has room, the request passes and is counted
+	//     under every charge: each ds[i] is Allowed, with the figures of its
+	//     key after the request, as Allow would give them;
+	//   - when any charge is over its limit, the request is refused and
+	//     counted under none: every ds[i] is not Allowed; a charge over its
+	//     limit has the figures Allow gives a refusal (Remaining 0 and a
+	//     positive RetryAfter), a charge with room keeps its key's figures
+	//     as they are, uncharged (its Remaining and Reset, RetryAfter 0).
+	//
+	// Charges whose Limit is not Enabled take no part: they are always
+	// Allowed, with zero figures, when the request passes. Two charges with
+	// the same limit name and key are one bucket charged twice. An error
+	// means no decision and nothing counted.
+	AllowAll(ctx context.Context, charges []Charge, ds []Decision) error
+}
+
+// ErrNotMulti is returned by AllowAll for more than one charge on a
+// Limiter that is not a MultiLimiter.
+var ErrNotMulti = errors.New("ratelimit: the limiter cannot decide several charges at once")
+
+// AllowAll decides one request under every charge through l, as
+// MultiLimiter.AllowAll does. A Limiter that is not a MultiLimiter
+// decides a single charge with Allow, and returns ErrNotMulti for more.
+func AllowAll(ctx context.Context, l Limiter, charges []Charge, ds []Decision) error {
+	if len(ds) < len(charges) {
+		return fmt.Errorf("ratelimit: %d decisions for %d charges", len(ds), len(charges))
+	}
+	if m, ok := l.(MultiLimiter); ok {
+		return m.AllowAll(ctx, charges, ds)
+	}
+	switch len(charges) {
+	case 0:
+		return nil
+	case 1:
+		d, err := l.Allow(ctx, charges[0].Key, charges[0].Limit)
+		ds[0] = d
+		return err
+	}
+	return ErrNotMulti
+}
+
+// tightest returns the index of the decision of ds that the RateLimit
+// header reports: of a refused request, the charge that waits longest for
+// room (the largest RetryAfter); of one that passed, the one with the
+// fewest requests Remaining, the one whose Reset is furthest on a tie. ds
+// is not empty.
+func tightest(ds []Decision) int {
+	best := 0
+	for i := 1; i < len(ds); i++ {
+		if tighter(ds[i], ds[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+// tighter reports whether a binds more than b.
+func tighter(a, b Decision) bool {
+	if a.RetryAfter != b.RetryAfter {
+		return a.RetryAfter > b.RetryAfter
+	}
+	if a.Remaining != b.Remaining {
+		return a.Remaining < b.Remaining
+	}
+	return a.Reset > b.Reset
 }

@@ -58,11 +58,15 @@ var adminCommands = []adminCommand{
 	{"app rotate-secret", "--client-id ID [--revoke-tokens]", func() adminCmd { return &appRotateSecret{} }},
 	{"keys reencrypt", "--secrets-key KEY [--previous-secrets-key KEY]", func() adminCmd { return &keysReencrypt{} }},
 	{"purge", "[--refresh-max-age D]", func() adminCmd { return &purgeCmd{} }},
+	{"keys rotate", "[--jwt-alg ALG] [--secrets-key KEY]", func() adminCmd { return &keysRotate{} }},
 	{"org list", "", func() adminCmd { return &orgList{} }},
 	{"branch list", "--org ORG", func() adminCmd { return &branchList{} }},
 	{"user list", "--org ORG", func() adminCmd { return &userList{} }},
 	{"user set-password", "--id USER | --email E, --password P", func() adminCmd { return &userSetPassword{} }},
 	{"app list", "--org ORG", func() adminCmd { return &appList{} }},
+	{"app connected", "--org ORG", func() adminCmd { return &appConnected{} }},
+	{"app disconnect", "--org ORG --client-id ID", func() adminCmd { return &appDisconnect{} }},
+	{"app set-quota", "--client-id ID (--rest-per-minute N | --default)", func() adminCmd { return &appSetQuota{} }},
 }
 
 // runAdmin is the admin command: "waybill admin GROUP ACTION [flags]", or
@@ -142,7 +146,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 // adminEnvFlags are the flags of admin commands that take their WAYBILL_*
 // variable when not given: settings of the installation, not values of a
 // record.
-var adminEnvFlags = []string{"database-url", "secrets-key", "previous-secrets-key", "refresh-max-age"}
+var adminEnvFlags = []string{"database-url", "secrets-key", "previous-secrets-key", "refresh-max-age", "jwt-alg"}
 
 // warner is an admin command that may warn, after check, about flags that
 // are valid but probably not what was meant. runAdmin prints each warning

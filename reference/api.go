@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"log/slog"
 
+	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
@@ -21,6 +22,12 @@ func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier, logger *slog
 		Branches: newBranches(db),
 		Logger:   logger,
 		Realm:    realm,
+		// Every write appends its events in its transaction: the change
+		// feed and the webhooks read them.
+		Outbox: &events.Outbox{Dialect: d},
+	}
+	if verifier != nil {
+		api.ResourceMetadata = resourceMetadataURL(verifier.Issuer)
 	}
 	if verifier != nil && verifier.Keys != nil {
 		// Cursors are authenticated with a key derived from the signing

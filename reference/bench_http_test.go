@@ -97,7 +97,7 @@ const bhQuotations = 100_000
 const bhIssuer = "http://waybill.bench"
 
 // bhScope is the app's scope.
-const bhScope = "svc:quotations:read"
+const bhScope = "svc:quotations:read svc:accounts:write"
 
 // bhProgram is a program under load: the waybill server or the floor.
 type bhProgram struct {
@@ -111,7 +111,7 @@ type bhProgram struct {
 
 // bhCase is one request shape at one concurrency.
 type bhCase struct {
-	kind    string // "list" or "token"
+	kind    string // "list", "token" or "post"
 	clients int
 	request func(ctx context.Context, base string) *http.Request
 }
@@ -224,6 +224,7 @@ func BenchmarkHTTP(b *testing.B) {
 		"count_sql":    countSQL, "count_args": countArgs,
 		"page_sql": pageSQL, "page_args": pageArgs,
 		"limit": pageArgs[len(pageArgs)-2].(int) - 1, "offset": pageArgs[len(pageArgs)-1],
+		"organization_id": d.org,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -266,11 +267,24 @@ func BenchmarkHTTP(b *testing.B) {
 		complete bool
 	}
 	var rows []*row
-	for _, kind := range []string{"list", "token"} {
+	// A write: an account, with its event appended in its transaction.
+	postReq := func(ctx context.Context, base string) *http.Request {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/"+d.branch+"/accounts", strings.NewReader(`{"company_name":"Bench Carrier"}`))
+		if err != nil {
+			panic(err) // Unreachable: the URL is ours.
+		}
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	}
+	for _, kind := range []string{"list", "token", "post"} {
 		for _, clients := range []int{16, 64} {
 			c := bhCase{kind: kind, clients: clients, request: listReq}
-			if kind == "token" {
+			switch kind {
+			case "token":
 				c.request = tokenReq
+			case "post":
+				c.request = postReq
 			}
 			rows = append(rows, &row{c: c})
 		}

@@ -19,7 +19,7 @@ import (
 // benchAPI returns the reference's handler over d and a token of d's
 // branch that may read and write quotations. With limited, the API has
 // serve's REST rate limit (in process, with a quota no benchmark reaches).
-func benchAPI(b *testing.B, d benchData, limited bool) (http.Handler, string) {
+func benchAPI(b *testing.B, d benchData, limited, outbox bool) (http.Handler, string) {
 	b.Helper()
 	ctx := context.Background()
 	store := newOAuthStore(d.db, query.Postgres)
@@ -35,6 +35,9 @@ func benchAPI(b *testing.B, d benchData, limited bool) (http.Handler, string) {
 	api, err := newAPI(d.db, query.Postgres, &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}, testLogger(b))
 	if err != nil {
 		b.Fatal(err)
+	}
+	if !outbox {
+		api.Outbox = nil // the floor of the outbox's cost
 	}
 	if limited {
 		limits, err := newRateLimits(ctx, limitsConfig{REST: 1 << 30}, nil, testLogger(b))
@@ -84,8 +87,9 @@ func benchCall(b *testing.B, h http.Handler, token, method, target string, want 
 // and POST plain, with a new Idempotency-Key each time, and replayed.
 func BenchmarkSync(b *testing.B) {
 	d := loadQuotations(b, 1_000_000)
-	h, token := benchAPI(b, d, false)
-	limited, _ := benchAPI(b, d, true)
+	h, token := benchAPI(b, d, false, true)
+	limited, _ := benchAPI(b, d, true, true)
+	noOutbox, _ := benchAPI(b, d, false, false)
 	list := "/v1/" + d.branch + "/quotations?" + benchQuery
 	for _, count := range []string{"exact", "estimated", "none"} {
 		b.Run("list/count="+count, func(b *testing.B) {
@@ -114,6 +118,21 @@ func BenchmarkSync(b *testing.B) {
 	}
 	b.Run("post/plain", func(b *testing.B) {
 		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body, nil))
+	})
+	// The outbox's cost: the events of a write are appended in its
+	// transaction, one statement, as served; the floor is the same API
+	// with no outbox. In parallel, the writes of one organization take its
+	// event sequence one after another at commit.
+	b.Run("post/no-outbox", func(b *testing.B) {
+		measure(b, false, benchCall(b, noOutbox, token, http.MethodPost, create, http.StatusCreated, body, nil))
+	})
+	b.Run("post/plain/parallel", func(b *testing.B) {
+		b.SetParallelism(8)
+		measure(b, true, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body, nil))
+	})
+	b.Run("post/no-outbox/parallel", func(b *testing.B) {
+		b.SetParallelism(8)
+		measure(b, true, benchCall(b, noOutbox, token, http.MethodPost, create, http.StatusCreated, body, nil))
 	})
 	b.Run("post/idempotency-key", func(b *testing.B) {
 		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body,

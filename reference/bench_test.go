@@ -151,7 +151,7 @@ func BenchmarkQuotationList(b *testing.B) {
 }
 
 func benchStack(b *testing.B, d benchData, parallel bool) {
-	h, token := benchAPI(b, d, false)
+	h, token := benchAPI(b, d, false, true)
 	target := "/v1/" + d.branch + "/quotations?" + benchQuery
 	one := func() {
 		req := httptest.NewRequest(http.MethodGet, target, nil)

@@ -19,9 +19,11 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
+	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/webhook"
 )
 
 // defaultDatabaseURL is the database of every command when neither
@@ -205,7 +207,14 @@ func migrateDB(ctx context.Context, db *sql.DB, dialect query.Dialect) ([]int, e
 		return applied, err
 	}
 	// The registry's own tables: the answers kept for idempotency keys.
-	return applied, (&resource.Registry{DB: db, Dialect: dialect}).Migrate(ctx)
+	if err := (&resource.Registry{DB: db, Dialect: dialect}).Migrate(ctx); err != nil {
+		return applied, err
+	}
+	// The outbox of events, and the webhook endpoints and deliveries.
+	if err := events.Migrate(ctx, db, dialect); err != nil {
+		return applied, err
+	}
+	return applied, webhook.Migrate(ctx, db, dialect)
 }
 
 // openAndMigrate opens the database that rawURL names, with a pool of at

@@ -53,6 +53,12 @@ type handlerOptions struct {
 	// DBTimeout, when not zero, bounds every request's wait for the
 	// database (see withDeadline).
 	DBTimeout time.Duration
+	// Sealer, when not nil, encrypts the signing secrets of webhook
+	// endpoints (--secrets-key).
+	Sealer *oauth.Sealer
+	// WebhookAllowPrivate lets webhook endpoints be at loopback, private
+	// and link-local addresses (--webhook-allow-private).
+	WebhookAllowPrivate bool
 }
 
 // newHandlerWith returns the routes of newHandler with what opts adds: from
@@ -66,7 +72,10 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	}
 	if api != nil {
 		api.Mount(mux)
+		newFeed(api, opts.Logger).Mount(mux)
+		newWebhookAPI(api, opts.Sealer, opts.WebhookAllowPrivate, opts.Logger).Mount(mux)
 		mountOpenAPI(mux, api, tokens)
+		mountProtectedResource(mux, tokens.Issuer)
 	}
 	mux.HandleFunc("GET /healthz", handleHealthz)
 	mux.Handle("/healthz", methodNotAllowed(http.MethodGet, http.MethodHead))
@@ -84,6 +93,9 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	mux.HandleFunc("/", handleNotFound)
 
 	var h http.Handler = mux
+	if opts.Limits != nil && db != nil {
+		opts.Limits.WatchQuotas(context.Background(), db)
+	}
 	if opts.Limits != nil {
 		h = opts.Limits.Wrap(h, tokens)
 		h = opts.Limits.Consent(h, tokens)

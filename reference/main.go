@@ -35,6 +35,7 @@
 //	--db-timeout D           longest a request waits for the database before 503 (default 2s)
 //	--secrets-key KEY        encrypts the signing key kept in the database (32 random bytes in base64)
 //	--previous-secrets-key KEY  the secrets key before, still decrypting during a rotation
+//	--jwt-alg ALG            HS256 (default), ES256 or EdDSA; the last two publish /.well-known/jwks.json
 //	--refresh-max-age D      longest a user's authorization of an app lasts (default 2160h, 90 days)
 //	--purge-interval D       how often expired tokens are deleted (default 1h; 0 disables)
 //
@@ -79,6 +80,14 @@
 // --previous-secrets-key, run "waybill admin keys reencrypt" with the same
 // two, then drop --previous-secrets-key. A wrong or missing secrets key
 // stops serve at start, naming the secrets key the database needs.
+//
+// With --jwt-alg ES256 or EdDSA (WAYBILL_JWT_ALG) serve signs with a
+// private key generated once and kept in the database beside the HS256
+// one, sealed the same way, and publishes its public key at
+// /.well-known/jwks.json (the jwks_uri of the metadata), so that other
+// services verify tokens without being able to sign them (bearer.RemoteKeys).
+// Changing --jwt-alg ends the access tokens signed before (an hour at most);
+// refresh tokens are not signed and keep working.
 //
 // POST /auth/v1/oauth/revoke revokes a refresh token or an
 // authorization-code access token with its whole authorization; a
@@ -205,7 +214,9 @@ authorizations and their consents; "waybill admin purge" does it once.
 serve keeps its signing key in the database encrypted with --secrets-key
 (WAYBILL_SECRETS_KEY: 32 random bytes in base64, openssl rand -base64 32);
 without it, in plain text, with a warning. "waybill admin keys reencrypt"
-finishes a rotation of the secrets key.
+finishes a rotation of the secrets key. With --jwt-alg ES256 or EdDSA
+(default HS256) tokens are signed with a private key and its public key is
+published at /.well-known/jwks.json.
 `
 
 // printUsage writes the help text to w.

@@ -59,7 +59,7 @@ func env(m map[string]string) func(string) string {
 // readURL reads the first line of r, "waybill listening on http://ADDR", and
 // returns the URL in it. It keeps draining r afterwards so that the writer
 // never blocks.
-func readURL(t *testing.T, r io.Reader) string {
+func readURL(t testing.TB, r io.Reader) string {
 	t.Helper()
 	lines := make(chan string, 1)
 	go func() {
@@ -105,7 +105,7 @@ func get(t *testing.T, method, url string) (*http.Response, string) {
 // startRun runs run in-process with args and getenv and returns the URL it
 // listens on, its log, and a function that cancels its context and returns
 // run's error.
-func startRun(t *testing.T, args []string, getenv func(string) string) (url string, logs *syncBuffer, stop func() error) {
+func startRun(t testing.TB, args []string, getenv func(string) string) (url string, logs *syncBuffer, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
@@ -313,7 +313,7 @@ func TestRunHelp(t *testing.T) {
 }
 
 func TestParseServeFlags(t *testing.T) {
-	defaultLimits := limitsConfig{REST: defaultRateREST, Edge: defaultRateEdge, Token: defaultRateToken}
+	defaultLimits := limitsConfig{REST: defaultRateREST, RESTApp: -1, Edge: defaultRateEdge, Token: defaultRateToken}
 	t.Parallel()
 	tests := []struct {
 		name    string
@@ -355,6 +355,10 @@ func TestParseServeFlags(t *testing.T) {
 		{name: "short previous JWT secret", args: []string{"--jwt-secret", strings.Repeat("k", 32), "--jwt-previous-secret", "old"}, wantErr: "--jwt-previous-secret must be at least 32 bytes"},
 		{name: "previous JWT secret alone", args: []string{"--jwt-previous-secret", strings.Repeat("k", 32)}, wantErr: "--jwt-previous-secret needs --jwt-secret"},
 		{name: "no time", args: []string{"--db-timeout", "0s"}, wantErr: "--db-timeout must be positive"},
+		{name: "event retention", args: []string{"--event-retention", "48h"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, EventRetention: 48 * time.Hour}},
+		{name: "webhooks", args: []string{"--webhook-allow-private", "--webhook-timeout", "2s"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, WebhookAllowPrivate: true, WebhookTimeout: 2 * time.Second}},
+		{name: "no webhook timeout", args: []string{"--webhook-timeout", "0s"}, wantErr: "--webhook-timeout must be positive"},
+		{name: "no event retention", args: []string{"--event-retention", "0s"}, wantErr: "--event-retention must be positive"},
 		{name: "bad boolean in environment", env: map[string]string{"WAYBILL_DEMO": "yes please"}, wantErr: "WAYBILL_DEMO"},
 		{name: "unknown flag", args: []string{"--port", "1"}, wantErr: "flag provided but not defined: -port"},
 		{name: "missing value", args: []string{"--addr"}, wantErr: "flag needs an argument: -addr"},
@@ -371,6 +375,12 @@ func TestParseServeFlags(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
+			if tt.want.EventRetention == 0 {
+				tt.want.EventRetention = defaultEventRetention // the cases below leave these to their defaults
+			}
+			if tt.want.WebhookTimeout == 0 {
+				tt.want.WebhookTimeout = defaultWebhookTimeout
+			}
 			assert.Equal(t, tt.want, got)
 			assert.Empty(t, help.String())
 		})
@@ -388,10 +398,11 @@ func TestParseServeFlags(t *testing.T) {
 func TestEnvName(t *testing.T) {
 	t.Parallel()
 	for flagName, want := range map[string]string{
-		"addr":         "WAYBILL_ADDR",
-		"demo":         "WAYBILL_DEMO",
-		"database-url": "WAYBILL_DATABASE_URL",
-		"rate-rest":    "WAYBILL_RATE_REST",
+		"addr":          "WAYBILL_ADDR",
+		"demo":          "WAYBILL_DEMO",
+		"database-url":  "WAYBILL_DATABASE_URL",
+		"rate-rest":     "WAYBILL_RATE_REST",
+		"rate-rest-app": "WAYBILL_RATE_REST_APP",
 	} {
 		assert.Equal(t, want, envName(flagName))
 	}

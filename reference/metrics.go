@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/waybillhq/waybill/webhook"
 )
 
 // pathMetrics is where the server serves its metrics.
@@ -25,7 +27,10 @@ const pathMetrics = "/metrics"
 //	http_requests_in_flight                          requests being handled now
 //	waybill_ratelimit_rejected_total{limit}          requests refused 429 by a limit
 //	waybill_ratelimit_errors_total{limit}            limiter failures, requests let through
+//	waybill_webhook_attempts_total{outcome}          webhook attempts: delivered, retried, failed; endpoints disabled
 //
+// with a webhook dispatcher (newDispatcher), the figures of its deliveries
+// (see webhookCollector),
 // the collectors of the Go runtime (go_*) and the process (process_*), and,
 // once watchDB is called, those of the database pool (go_sql_*{db_name}:
 // open, in use and idle connections, waits for a free one and their time).
@@ -42,6 +47,8 @@ type metrics struct {
 	inFlight      prometheus.Gauge
 	limitRejected *prometheus.CounterVec
 	limitErrors   *prometheus.CounterVec
+	// webhookAttempts counts the outcomes of webhook attempts.
+	webhookAttempts *prometheus.CounterVec
 }
 
 // newMetrics returns the metrics of a server, registered on a new registry.
@@ -69,9 +76,16 @@ func newMetrics() *metrics {
 			Name: "waybill_ratelimit_errors_total",
 			Help: "Failures of the rate limiter (Redis unreachable), by limit; the requests passed unlimited.",
 		}, []string{"limit"}),
+		webhookAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waybill_webhook_attempts_total",
+			Help: "Attempts to deliver webhooks, by outcome: delivered (2xx), retried (failed, tried again later), failed (the last attempt failed); disabled counts the endpoints disabled for failing.",
+		}, []string{"outcome"}),
+	}
+	for _, o := range []webhook.Outcome{webhook.Delivered, webhook.Retried, webhook.Failed, webhook.Disabled} {
+		m.webhookAttempts.WithLabelValues(o.String())
 	}
 	m.registry.MustRegister(
-		m.requests, m.duration, m.inFlight, m.limitRejected, m.limitErrors,
+		m.requests, m.duration, m.inFlight, m.limitRejected, m.limitErrors, m.webhookAttempts,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

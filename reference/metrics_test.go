@@ -76,7 +76,7 @@ func TestMetrics(t *testing.T) {
 	db := "sqlite://" + testdb.SQLitePath(t)
 	a := newRLTenant(t, db, "Acme")
 	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db,
-		"--rate-rest", "2", "--rate-token", "1"}, env(nil))
+		"--rate-rest", "2", "--rate-rest-app", "0", "--rate-token", "1"}, env(nil))
 	defer func() { require.NoError(t, stop()) }()
 
 	token := rlToken(t, base, a)

@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/webhook"
 )
 
 // newOAuthStore returns the token service's store on the reference
@@ -23,22 +25,38 @@ func newOAuthStore(db *sql.DB, d query.Dialect) *sqlstore.Store {
 	return sqlstore.New(db, d)
 }
 
-// signingKeys returns the keys that sign and verify tokens. With
-// --jwt-secret the raw secret is the key, and --jwt-previous-secret, while
-// set, still verifies the tokens the secret before it signed. Without them
-// the key is generated once and kept in the database, so replicas that share
-// the database share the key. A key's kid is derived from the key, so every
-// replica names it alike.
-func signingKeys(ctx context.Context, store *sqlstore.Store, secret, previous string) (*bearer.KeySet, error) {
+// signingKeys returns the keys that sign and verify tokens, of algorithm
+// alg (--jwt-alg: HS256, ES256 or EdDSA; "" is HS256). With --jwt-secret
+// (HS256 only) the raw secret is the key, and --jwt-previous-secret, while
+// set, still verifies the tokens the secret before it signed; its kid is
+// derived from the secret, so every replica names it alike. Without them
+// the key of alg is generated once and kept in the database (sealed with
+// --secrets-key), so replicas that share the database share the key; an
+// ES256 or EdDSA key is published at /.well-known/jwks.json. During a
+// rotation of the key in the database ("waybill admin keys rotate") the
+// staged next key and the previous key verify beside it.
+//
+// Each algorithm has its own key in the database, and only the key of alg
+// signs and verifies: moving from one algorithm to another ends the
+// access tokens signed before (an hour at most; clients get a 401 and
+// refresh, since refresh tokens are not signed) and the list cursors
+// handed out before.
+func signingKeys(ctx context.Context, store *sqlstore.Store, alg, secret, previous string) (*bearer.KeySet, error) {
+	if alg == "" {
+		alg = bearer.HS256
+	}
 	if secret == "" {
 		if previous != "" {
 			return nil, errors.New("--jwt-previous-secret needs --jwt-secret")
 		}
-		key, err := store.SigningKey(ctx)
+		key, others, err := store.SigningKeysFor(ctx, alg)
 		if err != nil {
 			return nil, fmt.Errorf("signing key: %w", explainSealing(err))
 		}
-		return bearer.NewKeySet(key)
+		return bearer.NewKeySet(key, others...)
+	}
+	if alg != bearer.HS256 {
+		return nil, fmt.Errorf("--jwt-secret is an HS256 key; with --jwt-alg %s the key is generated and kept in the database", alg)
 	}
 	keys := []bearer.Key{bearer.SecretKey([]byte(secret))}
 	if previous != "" {
@@ -178,9 +196,10 @@ func (c *appCreate) warnings() []string {
 	return out
 }
 
-// knownScopes returns the scopes of the reference server's resources.
+// knownScopes returns the scopes of the reference server's resources, of
+// its change feed and of its webhook endpoints.
 func knownScopes() []string {
-	var out []string
+	out := []string{events.ReadScope, webhook.ScopeRead, webhook.ScopeWrite}
 	for _, r := range resources() {
 		out = append(out, r.ReadScope())
 		if !r.ReadOnly {
@@ -300,4 +319,49 @@ func (c *keysReencrypt) exec(ctx context.Context, db *sql.DB, d query.Dialect) (
 		return nil, explainSealing(err)
 	}
 	return reencrypted{Reencrypted: n, SecretsKeyID: c.sealer.KeyID()}, nil
+}
+
+// keysRotate is "waybill admin keys rotate [--jwt-alg ALG] [--secrets-key
+// KEY] [--previous-secrets-key KEY]": one step of the rotation of the
+// signing key kept in the database (see sqlstore.Store.RotateSigningKey).
+// The first run stages a new key: once every replica has restarted, each
+// verifies and publishes it. The second run promotes it: once every
+// replica has restarted again, it signs, and the key before still verifies
+// until the next rotation. Rotate again only an hour (the access token
+// lifetime) after the last replica restarted.
+type keysRotate struct {
+	alg, secretsKey, previous string
+	sealer                    *oauth.Sealer
+}
+
+// flags declares --jwt-alg, --secrets-key and --previous-secrets-key, as
+// serve has them.
+func (c *keysRotate) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.alg, "jwt-alg", "", "`algorithm` of the key to rotate, serve's --jwt-alg: HS256 (the default), ES256 or EdDSA")
+	fs.StringVar(&c.secretsKey, "secrets-key", "", "the secrets `key` that encrypts the signing keys, serve's --secrets-key")
+	fs.StringVar(&c.previous, "previous-secrets-key", "", "serve's --previous-secrets-key, during a rotation of the secrets key")
+}
+
+// check takes a known algorithm and parses the secrets keys.
+func (c *keysRotate) check() error {
+	switch c.alg {
+	case "":
+		c.alg = bearer.HS256
+	case bearer.HS256, bearer.ES256, bearer.EdDSA:
+	default:
+		return fmt.Errorf("--jwt-alg must be HS256, ES256 or EdDSA, not %q", c.alg)
+	}
+	sealer, err := newSealer(c.secretsKey, c.previous)
+	c.sealer = sealer
+	return err
+}
+
+// exec takes the next step of the rotation and prints the
+// sqlstore.KeyRotation.
+func (c *keysRotate) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
+	rotation, err := newOAuthStore(db, d).WithSealer(c.sealer).RotateSigningKey(ctx, c.alg)
+	if err != nil {
+		return nil, explainSealing(err)
+	}
+	return rotation, nil
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // adminJSON runs an admin command that must succeed and decodes its output.
-func adminJSON(t *testing.T, args ...string) map[string]any {
+func adminJSON(t testing.TB, args ...string) map[string]any {
 	t.Helper()
 	out, err := runCommand(t, nil, args...)
 	require.NoError(t, err, "waybill %s", strings.Join(args, " "))

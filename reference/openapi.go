@@ -16,7 +16,7 @@ import (
 // openAPIInfo describes the reference API for its OpenAPI document, served
 // under the issuer of tokens, whose endpoints it describes too: those of
 // the token service (tokens.OpenAPI) and the product's other token paths.
-func openAPIInfo(tokens *oauth.Server) (resource.OpenAPIInfo, error) {
+func openAPIInfo(tokens *oauth.Server, api *resource.Registry) (resource.OpenAPIInfo, error) {
 	section := tokens.OpenAPI()
 	for _, alias := range []struct{ path, id, summary string }{
 		{pathEdgeToken, "requestEdgeFunctionToken", "Request a client-credentials token (edge function path)"},
@@ -33,7 +33,7 @@ func openAPIInfo(tokens *oauth.Server) (resource.OpenAPIInfo, error) {
 			"vehicles, invoices, pricing and the organization's reference data, per organization and branch, " +
 			"behind OAuth 2.1.",
 		ServerURL: strings.TrimSuffix(tokens.Issuer, "/"),
-		Sections:  []*openapi.Document{section},
+		Sections:  []*openapi.Document{section, newFeed(api, nil).OpenAPI(), newWebhookAPI(api, nil, false, nil).OpenAPI()},
 	}, nil
 }
 
@@ -43,7 +43,7 @@ func openAPIInfo(tokens *oauth.Server) (resource.OpenAPIInfo, error) {
 // openapi command and its test report why).
 func mountOpenAPI(mux *http.ServeMux, api *resource.Registry, tokens *oauth.Server) {
 	var h http.Handler
-	if info, err := openAPIInfo(tokens); err != nil {
+	if info, err := openAPIInfo(tokens, api); err != nil {
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { apierrors.Write(w, r, apierrors.Internal(err)) })
 	} else {
 		h = api.OpenAPIHandler(info)
@@ -70,7 +70,7 @@ func runOpenAPI(args []string, getenv func(string) string, stdout io.Writer) err
 	// The token service as serve sets it up (newOAuthServer), without what
 	// the document does not depend on: keys, store, directory.
 	tokens := &oauth.Server{Issuer: *issuer, ScopesSupported: knownScopes()}
-	info, err := openAPIInfo(tokens)
+	info, err := openAPIInfo(tokens, api)
 	if err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}

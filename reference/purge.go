@@ -31,27 +31,38 @@ const (
 	purgeTimeout = 10 * time.Minute
 )
 
-// idempotencyPurger deletes the expired idempotency keys of the API
-// (resource.Registry).
-type idempotencyPurger interface {
+// apiPurger deletes what the API keeps for a while: the expired
+// idempotency keys, and the events and ended webhook deliveries older than
+// the feed's retention (see apiPurge).
+type apiPurger interface {
 	PurgeIdempotencyKeys(ctx context.Context) (int64, error)
+	PurgeEvents(ctx context.Context) (int64, error)
+	PurgeDeliveries(ctx context.Context) (int64, error)
 }
 
 // purged is what one purge deleted: the expired state of the token
-// service and the expired idempotency keys of the API.
+// service, the expired idempotency keys of the API and its old events.
 type purged struct {
 	oauth.PurgeResult
-	IdempotencyKeys int64 `json:"idempotency_keys"`
+	IdempotencyKeys   int64 `json:"idempotency_keys"`
+	Events            int64 `json:"events"`
+	WebhookDeliveries int64 `json:"webhook_deliveries"`
 }
 
 // purge runs one purge of tokens and, when not nil, of keys.
-func purge(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger) (purged, error) {
+func purge(ctx context.Context, tokens *oauth.Server, keys apiPurger) (purged, error) {
 	res, err := tokens.Purge(ctx, 0)
 	out := purged{PurgeResult: res}
 	if err != nil || keys == nil {
 		return out, err
 	}
-	out.IdempotencyKeys, err = keys.PurgeIdempotencyKeys(ctx)
+	if out.IdempotencyKeys, err = keys.PurgeIdempotencyKeys(ctx); err != nil {
+		return out, err
+	}
+	if out.Events, err = keys.PurgeEvents(ctx); err != nil {
+		return out, err
+	}
+	out.WebhookDeliveries, err = keys.PurgeDeliveries(ctx)
 	return out, err
 }
 
@@ -65,7 +76,7 @@ func purge(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger) (p
 // purges stop when ctx is done or stop is called, a purge in progress at
 // once (what it deleted stays deleted); stop returns once they have
 // stopped. Call it before closing the database.
-func startPurges(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger, interval time.Duration, logger *slog.Logger) (stop func()) {
+func startPurges(ctx context.Context, tokens *oauth.Server, keys apiPurger, interval time.Duration, logger *slog.Logger) (stop func()) {
 	if interval <= 0 {
 		logger.Info("periodic purge of expired tokens disabled", "purge_interval", "0s")
 		return func() {}
@@ -102,13 +113,13 @@ func jitter(d time.Duration) time.Duration {
 
 // purgeOnce runs one purge and logs its outcome; a purge cut short by the
 // end of ctx (a shutdown) is not an error.
-func purgeOnce(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger, logger *slog.Logger) {
+func purgeOnce(ctx context.Context, tokens *oauth.Server, keys apiPurger, logger *slog.Logger) {
 	runCtx, cancel := context.WithTimeout(ctx, purgeTimeout)
 	defer cancel()
 	start := time.Now()
 	res, err := purge(runCtx, tokens, keys)
 	attrs := []any{"codes", res.Codes, "refresh_tokens", res.RefreshTokens, "families", res.Families, "grants", res.Grants,
-		"idempotency_keys", res.IdempotencyKeys, "duration", time.Since(start).String()}
+		"idempotency_keys", res.IdempotencyKeys, "events", res.Events, "webhook_deliveries", res.WebhookDeliveries, "duration", time.Since(start).String()}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		logger.Info("purge of expired tokens stopped by the shutdown", attrs...)
@@ -121,21 +132,28 @@ func purgeOnce(ctx context.Context, tokens *oauth.Server, keys idempotencyPurger
 	}
 }
 
-// purgeCmd is "waybill admin purge [--refresh-max-age D]": one purge, as
-// serve runs it every --purge-interval.
+// purgeCmd is "waybill admin purge [--refresh-max-age D]
+// [--event-retention D]": one purge, as serve runs it every
+// --purge-interval.
 type purgeCmd struct {
-	refreshMaxAge time.Duration
+	refreshMaxAge  time.Duration
+	eventRetention time.Duration
 }
 
-// flags declares --refresh-max-age, as serve has it.
+// flags declares --refresh-max-age and --event-retention, as serve has
+// them.
 func (c *purgeCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.refreshMaxAge, "refresh-max-age", oauth.DefaultRefreshMaxAge, "serve's --refresh-max-age: authorizations older than this and the retention are purged")
+	fs.DurationVar(&c.eventRetention, "event-retention", defaultEventRetention, "serve's --event-retention: events older than this are purged")
 }
 
-// check requires a positive --refresh-max-age.
+// check requires a positive --refresh-max-age and --event-retention.
 func (c *purgeCmd) check() error {
 	if c.refreshMaxAge <= 0 {
 		return fmt.Errorf("--refresh-max-age must be positive, not %v", c.refreshMaxAge)
+	}
+	if c.eventRetention <= 0 {
+		return fmt.Errorf("--event-retention must be positive, not %v", c.eventRetention)
 	}
 	return nil
 }
@@ -144,7 +162,7 @@ func (c *purgeCmd) check() error {
 func (c *purgeCmd) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	srv := adminOAuthServer(db, d)
 	srv.RefreshMaxAge = c.refreshMaxAge
-	res, err := purge(ctx, srv, &resource.Registry{DB: db, Dialect: d})
+	res, err := purge(ctx, srv, apiPurge{&resource.Registry{DB: db, Dialect: d}, c.eventRetention})
 	if err != nil {
 		return nil, err
 	}

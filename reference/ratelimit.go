@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,13 +34,18 @@ import (
 // The rate limits: their names, which the RateLimit
 // headers and the metrics carry, and their default quotas per minute.
 const (
-	limitREST  = "rest"
-	limitEdge  = "edge"
-	limitToken = "token"
+	limitREST    = "rest"
+	limitRESTApp = "rest-app"
+	limitEdge    = "edge"
+	limitToken   = "token"
 
 	defaultRateREST  = 1000
 	defaultRateEdge  = 100
 	defaultRateToken = 30
+	// defaultRESTAppShare divides the organization's quota into the
+	// default quota of each app within it: half, so that one app never
+	// spends more than half of what its organization may.
+	defaultRESTAppShare = 2
 
 	// rateWindow is the window of every limit: the quotas are per minute.
 	rateWindow = time.Minute
@@ -87,6 +94,11 @@ type limitsConfig struct {
 	// "edge" and "token"; 0 disables a limit. The flags default them to
 	// defaultRateREST, defaultRateEdge and defaultRateToken.
 	REST, Edge, Token int
+	// RESTApp is the quota per minute of the limit "rest-app": the
+	// requests of each app to the REST API within its organization,
+	// checked beside "rest". 0 disables it; negative, the flags' default,
+	// means the organization's quota divided by defaultRESTAppShare.
+	RESTApp int
 	// RedisURL, when set, keeps the limits in that Redis, shared by every
 	// replica that uses it; empty means one in-process limiter.
 	RedisURL string
@@ -98,8 +110,9 @@ type limitsConfig struct {
 
 // limitsFlags sets c to the defaults and registers its flags on fs.
 func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
-	c.REST, c.Edge, c.Token = defaultRateREST, defaultRateEdge, defaultRateToken
+	c.REST, c.Edge, c.Token, c.RESTApp = defaultRateREST, defaultRateEdge, defaultRateToken, -1
 	fs.Var(quotaFlag{&c.REST}, "rate-rest", "`N` requests per minute of each organization to the REST API (/v1, /api/v1); 0 disables the limit")
+	fs.Var(quotaFlag{&c.RESTApp}, "rate-rest-app", "`N` requests per minute of each app to the REST API within its organization, beside the organization's limit; waybill admin app set-quota overrides it for one app; 0 disables the limit (default: half of --rate-rest)")
 	fs.Var(quotaFlag{&c.Edge}, "rate-edge", "`N` requests per minute of each authenticated app (else of each remote address) to the edge functions (/functions/v1/*); 0 disables the limit")
 	fs.Var(quotaFlag{&c.Token}, "rate-token", "`N` requests per minute of each authenticated client to the token endpoints, of each remote address to them without a client that authenticates, of each remote address and each email to the password sign-ins, and of each signed-in user to the consent form (an IPv6 address counts as its /64); 0 disables the limit")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` (redis://... or rediss://...) that keeps the rate limits, shared by every replica using it (default: in process)")
@@ -110,9 +123,10 @@ func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
 // to redislimit.MaxQuota, stored in *dst.
 type quotaFlag struct{ dst *int }
 
-// String returns the quota.
+// String returns the quota; "" for an unset one that defaults to another's
+// share.
 func (q quotaFlag) String() string {
-	if q.dst == nil {
+	if q.dst == nil || *q.dst < 0 {
 		return ""
 	}
 	return strconv.Itoa(*q.dst)
@@ -133,12 +147,19 @@ func limit(name string, quota int) ratelimit.Limit {
 	return ratelimit.Limit{Name: name, Quota: quota, Window: rateWindow}
 }
 
-// rateLimits are the three limits of a server over one limiter:
+// rateLimits are the limits of a server over one limiter:
 //
 //   - rest: each organization's requests to the REST API. It is the
 //     registry's Middleware (REST), so it runs after tenancy resolved the
 //     tenant: requests that tenancy refuses (401, 403, 404) are not counted,
 //     as the organization of a request without a valid token is not known.
+//   - rest-app: beside rest, the requests of each app (the token's OAuth
+//     client) to the REST API within its organization, so that one app
+//     cannot spend its organization's whole quota. Both are decided in one
+//     step of the limiter (one round trip to Redis): a request passes when
+//     both have room and is counted under both; refused by either, it is
+//     counted under neither. A product user's token, of no app, counts
+//     under rest only.
 //   - edge: every request to /functions/v1/*. A POST to
 //     /functions/v1/oauth-token (the only edge function so far) whose
 //     client authenticates is keyed by that client; every other request by
@@ -163,14 +184,17 @@ func limit(name string, quota int) ratelimit.Limit {
 // is counted in waybill_ratelimit_errors_total and logged, at most once per
 // errorLogInterval and limit.
 type rateLimits struct {
-	rest, edge, token ratelimit.Limit
-	limiter           ratelimit.Limiter
-	metrics           *metrics
-	errorLogs         map[string]*errorLog // by limit name
+	rest, restApp, edge, token ratelimit.Limit
+	limiter                    ratelimit.Limiter
+	metrics                    *metrics
+	errorLogs                  map[string]*errorLog // by limit name
 	// errors writes the refusals, logging to the server's logger.
 	errors apierrors.Writer
 	// close releases the Redis client; nil for the in-process limiter.
 	close func() error
+	// quotas are the per-app overrides of "rest-app"; nil until
+	// WatchQuotas, and then none.
+	quotas atomic.Pointer[appQuotas]
 }
 
 // newRateLimits returns the limits of c, counted in m (nil for none) and
@@ -178,15 +202,19 @@ type rateLimits struct {
 // Redis does not answer: the limits fail open until it does. Close releases
 // the Redis client.
 func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog.Logger) (*rateLimits, error) {
+	if c.RESTApp < 0 {
+		c.RESTApp = c.REST / defaultRESTAppShare
+	}
 	l := &rateLimits{
 		rest:    limit(limitREST, c.REST),
+		restApp: limit(limitRESTApp, c.RESTApp),
 		edge:    limit(limitEdge, c.Edge),
 		token:   limit(limitToken, c.Token),
 		metrics: m,
 		errors:  apierrors.Writer{Logger: logger, Realm: realm},
 	}
 	l.errorLogs = map[string]*errorLog{}
-	for _, lim := range []ratelimit.Limit{l.rest, l.edge, l.token} {
+	for _, lim := range []ratelimit.Limit{l.rest, l.restApp, l.edge, l.token} {
 		l.errorLogs[lim.Name] = &errorLog{name: lim.Name, logger: logger}
 	}
 	backend := "memory"
@@ -209,11 +237,11 @@ func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog
 	}
 	if m != nil {
 		l.limiter = countingLimiter{Limiter: l.limiter, metrics: m}
-		for _, lim := range []ratelimit.Limit{l.rest, l.edge, l.token} {
+		for _, lim := range []ratelimit.Limit{l.rest, l.restApp, l.edge, l.token} {
 			m.initLimit(lim.Name)
 		}
 	}
-	attrs := []any{"backend", backend, limitREST, l.rest.Quota, limitEdge, l.edge.Quota, limitToken, l.token.Quota, "window", rateWindow.String()}
+	attrs := []any{"backend", backend, limitREST, l.rest.Quota, limitRESTApp, l.restApp.Quota, limitEdge, l.edge.Quota, limitToken, l.token.Quota, "window", rateWindow.String()}
 	if c.RedisURL != "" {
 		attrs = append(attrs, "redis_url", redactURL(c.RedisURL))
 	}
@@ -269,11 +297,35 @@ func (l *rateLimits) Close() error {
 	return l.close()
 }
 
-// REST returns the middleware of the "rest" limit, for
+// REST returns the middleware of the "rest" and "rest-app" limits, for
 // resource.Registry.Middleware: it keys each request by the organization
-// that tenancy resolved.
+// that tenancy resolved and by the token's app within it.
 func (l *rateLimits) REST() func(http.Handler) http.Handler {
-	return l.middleware(l.rest, keyByOrganization)
+	return ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter:  l.limiter,
+		Limit:    l.rest,
+		Key:      keyByOrganization,
+		Policies: []ratelimit.Policy{{Limit: l.restApp, Key: keyByOrganizationApp, Quota: l.restAppQuota}},
+		OnError:  l.onError(limitREST),
+		Logger:   l.errors.Logger,
+	})
+}
+
+// WatchQuotas makes the "rest-app" limit take the per-app overrides of db
+// (waybill admin app set-quota) into account, read now and then every
+// appQuotaTTL (see appQuotas).
+func (l *rateLimits) WatchQuotas(ctx context.Context, db *sql.DB) {
+	l.quotas.Store(newAppQuotas(ctx, db, l.errors.Logger))
+}
+
+// restAppQuota is the Quota of the "rest-app" policy: the override of the
+// request's app, once WatchQuotas has been called.
+func (l *rateLimits) restAppQuota(r *http.Request, key string) (int, bool) {
+	q := l.quotas.Load()
+	if q == nil {
+		return 0, false
+	}
+	return q.restAppQuota(r, key)
 }
 
 // clientAuthenticator authenticates an OAuth client as the token endpoint
@@ -431,6 +483,23 @@ type countingLimiter struct {
 	metrics *metrics
 }
 
+var _ ratelimit.MultiLimiter = countingLimiter{}
+
+// AllowAll decides through the Limiter and counts a refusal under each
+// limit that refused.
+func (c countingLimiter) AllowAll(ctx context.Context, charges []ratelimit.Charge, ds []ratelimit.Decision) error {
+	err := ratelimit.AllowAll(ctx, c.Limiter, charges, ds)
+	if err != nil {
+		return err
+	}
+	for i, d := range ds[:len(charges)] {
+		if !d.Allowed && d.RetryAfter > 0 {
+			c.metrics.limitRejected.WithLabelValues(charges[i].Limit.Name).Inc()
+		}
+	}
+	return nil
+}
+
 // Allow decides through the Limiter and counts a refusal.
 func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limit) (ratelimit.Decision, error) {
 	d, err := c.Limiter.Allow(ctx, key, l)
@@ -438,6 +507,17 @@ func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limi
 		c.metrics.limitRejected.WithLabelValues(l.Name).Inc()
 	}
 	return d, err
+}
+
+// keyByOrganizationApp keys a request by the organization of its tenant
+// and the app of its token, "<organization>:client:<client id>" (see
+// clientKey); none for a token of no app.
+func keyByOrganizationApp(r *http.Request) (string, bool) {
+	t, ok := tenancy.FromContext(r.Context())
+	if !ok || t.OrganizationID == "" || t.Claims == nil || t.Claims.ClientID == "" {
+		return "", false
+	}
+	return t.OrganizationID + ":" + clientKey(t.Claims.ClientID), true
 }
 
 // keyByOrganization keys a request by the organization of its tenant; it

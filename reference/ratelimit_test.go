@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ type rlResponse struct {
 }
 
 // rlDo sends req and reads its response.
-func rlDo(t *testing.T, req *http.Request) rlResponse {
+func rlDo(t testing.TB, req *http.Request) rlResponse {
 	t.Helper()
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
@@ -61,7 +62,7 @@ func rlDo(t *testing.T, req *http.Request) rlResponse {
 
 // rlTokenRequest returns a client credentials request to base+path, the
 // client authenticating in the style given: "basic", "form" or "json".
-func rlTokenRequest(t *testing.T, base, path string, c rlTenant, style string) *http.Request {
+func rlTokenRequest(t testing.TB, base, path string, c rlTenant, style string) *http.Request {
 	t.Helper()
 	var body, ct string
 	switch style {
@@ -89,7 +90,7 @@ func rlTokenRequest(t *testing.T, base, path string, c rlTenant, style string) *
 }
 
 // rlToken gets an access token of c from base through /v1/oauth/token.
-func rlToken(t *testing.T, base string, c rlTenant) string {
+func rlToken(t testing.TB, base string, c rlTenant) string {
 	t.Helper()
 	res := rlDo(t, rlTokenRequest(t, base, "/v1/oauth/token", c, "basic"))
 	require.Equal(t, http.StatusOK, res.status, res.body)
@@ -143,7 +144,7 @@ func TestRateLimits(t *testing.T) {
 	a := newRLTenant(t, db, "Acme")
 	b := newRLTenant(t, db, "Bolt")
 	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db,
-		"--rate-rest", "5", "--rate-edge", "2"}, env(map[string]string{"WAYBILL_RATE_TOKEN": "3"}))
+		"--rate-rest", "5", "--rate-rest-app", "0", "--rate-edge", "2"}, env(map[string]string{"WAYBILL_RATE_TOKEN": "3"}))
 	defer func() { require.NoError(t, stop()) }()
 
 	// The token limit: 3 a minute per client. The first request of A
@@ -293,11 +294,12 @@ func TestRateLimitsRedisReplicas(t *testing.T) {
 	a := newRLTenant(t, db, "Acme")
 	b := newRLTenant(t, db, "Bolt")
 	vars := map[string]string{
-		"WAYBILL_DATABASE_URL": db,
-		"WAYBILL_ISSUER":       "https://waybill.test", // the replicas verify each other's tokens
-		"WAYBILL_RATE_REST":    "100",
-		"WAYBILL_REDIS_URL":    redisURL,
-		"WAYBILL_REDIS_PREFIX": prefix,
+		"WAYBILL_DATABASE_URL":  db,
+		"WAYBILL_ISSUER":        "https://waybill.test", // the replicas verify each other's tokens
+		"WAYBILL_RATE_REST":     "100",
+		"WAYBILL_RATE_REST_APP": "0",
+		"WAYBILL_REDIS_URL":     redisURL,
+		"WAYBILL_REDIS_PREFIX":  prefix,
 	}
 	// Two processes of the built binary: they share nothing but the
 	// database and Redis.
@@ -355,7 +357,7 @@ func TestRateLimitsRedisDownFailsOpen(t *testing.T) {
 	db := "sqlite://" + testdb.SQLitePath(t)
 	a := newRLTenant(t, db, "Acme")
 	base, logs, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db,
-		"--rate-rest", "2", "--rate-token", "1", "--redis-url", "redis://" + closed + "/0"}, env(nil))
+		"--rate-rest", "2", "--rate-rest-app", "0", "--rate-token", "1", "--redis-url", "redis://" + closed + "/0"}, env(nil))
 	defer func() { require.NoError(t, stop()) }()
 
 	var token string
@@ -538,6 +540,61 @@ func TestRateLimitsWrapRoutes(t *testing.T) {
 	}
 }
 
+// The REST limit of each app within its organization, beside the
+// organization's, in process and in Redis.
+func TestRateLimitsPerApp(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"memory", "redis"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			db := "sqlite://" + testdb.SQLitePath(t)
+			a := newRLTenant(t, db, "Acme")
+			// A second app of the same organization.
+			app := adminJSON(t, "admin", "app", "create", "--org", a.org, "--name", "Acme Two", "--scopes", "svc:vehicles:read", "--database-url", db)
+			a2 := rlTenant{org: a.org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)}
+			args := []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db, "--rate-rest", "5", "--rate-rest-app", "3", "--rate-token", "0"}
+			if backend == "redis" {
+				url, prefix := testdb.Redis(t)
+				args = append(args, "--redis-url", url, "--redis-prefix", prefix)
+			}
+			base, _, stop := startRun(t, args, env(nil))
+			defer func() { require.NoError(t, stop()) }()
+			token, token2 := rlToken(t, base, a), rlToken(t, base, a2)
+
+			const both = `"rest";q=5;w=60, "rest-app";q=3;w=60`
+			for i := range 3 {
+				res := rlVehicles(t, base, a.org, token)
+				require.Equal(t, http.StatusOK, res.status, "request %d: %v", i+1, res.body)
+				assert.Equal(t, both, res.header.Get("RateLimit-Policy"))
+				assertState(t, res, "rest-app", 2-i, 20*(i+1))
+			}
+			// The first app has spent its share: refused, and its
+			// organization not charged.
+			for range 2 {
+				res := rlVehicles(t, base, a.org, token)
+				require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
+				assert.Equal(t, both, res.header.Get("RateLimit-Policy"))
+				assertState(t, res, "rest-app", 0, 60)
+			}
+			// The second app of the organization is served, until the
+			// organization's quota, which caps the sum, is spent.
+			res := rlVehicles(t, base, a.org, token2)
+			require.Equal(t, http.StatusOK, res.status, res.body)
+			assertState(t, res, "rest", 1, 48)
+			res = rlVehicles(t, base, a.org, token2)
+			require.Equal(t, http.StatusOK, res.status, res.body)
+			assertState(t, res, "rest", 0, 60)
+			res = rlVehicles(t, base, a.org, token2)
+			require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
+			assert.Equal(t, both, res.header.Get("RateLimit-Policy"))
+			assertState(t, res, "rest", 0, 60)
+			retry, err := strconv.Atoi(res.header.Get("Retry-After"))
+			require.NoError(t, err)
+			assert.LessOrEqual(t, retry, 12)
+		})
+	}
+}
+
 func TestQuotaFlag(t *testing.T) {
 	t.Parallel()
 	cfg, err := parseServeFlags([]string{"--rate-rest", "0", "--rate-edge", "7"}, env(map[string]string{"WAYBILL_RATE_TOKEN": "9", "WAYBILL_REDIS_URL": "redis://r:6379/1"}), io.Discard)
@@ -550,7 +607,27 @@ func TestQuotaFlag(t *testing.T) {
 
 	cfg, err = parseServeFlags(nil, env(nil), io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, limitsConfig{REST: 1000, Edge: 100, Token: 30}, cfg.Limits, "the defaults of SPEC section 6")
+	assert.Equal(t, limitsConfig{REST: 1000, RESTApp: -1, Edge: 100, Token: 30}, cfg.Limits, "the defaults of SPEC section 6")
+
+	// --rate-rest-app defaults to half of --rate-rest, 0 disabling it.
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{nil, nil, 500},
+		{[]string{"--rate-rest", "300"}, nil, 150},
+		{[]string{"--rate-rest", "0"}, nil, 0},
+		{[]string{"--rate-rest-app", "42"}, nil, 42},
+		{[]string{"--rate-rest-app", "0"}, nil, 0},
+		{nil, map[string]string{"WAYBILL_RATE_REST_APP": "7"}, 7},
+	} {
+		cfg, err := parseServeFlags(tc.args, env(tc.env), io.Discard)
+		require.NoError(t, err)
+		l, err := newRateLimits(t.Context(), cfg.Limits, nil, newLogger(io.Discard))
+		require.NoError(t, err)
+		assert.Equal(t, ratelimit.Limit{Name: "rest-app", Quota: tc.want, Window: time.Minute}, l.restApp, "%v %v", tc.args, tc.env)
+	}
 	assert.Equal(t, ratelimit.Limit{Name: "rest", Quota: 1000, Window: time.Minute}, limit(limitREST, cfg.Limits.REST))
 
 	for _, bad := range []string{"-1", "x", "1.5"} {
@@ -609,4 +686,100 @@ func buildPackage(t testing.TB, dir, name, pkg string) string {
 	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, pkg).CombinedOutput()
 	require.NoError(t, err, "go build %s:\n%s", pkg, out)
 	return bin
+}
+
+// Per-app overrides of the "rest-app" quota, set by the admin CLI: read at
+// start and again once appQuotaTTL has passed, without a query per
+// request.
+func TestAppQuotas(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			db := "sqlite://" + testdb.SQLitePath(t)
+			if backend == "postgres" {
+				db = testdb.PostgresURL(t)
+			}
+			testAppQuotas(t, db)
+		})
+	}
+}
+
+// testAppQuotas is TestAppQuotas on the database db.
+func testAppQuotas(t *testing.T, db string) {
+	a := newRLTenant(t, db, "Acme")
+	app := adminJSON(t, "admin", "app", "create", "--org", a.org, "--name", "Acme Two", "--scopes", "svc:vehicles:read", "--database-url", db)
+	a2 := rlTenant{org: a.org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)}
+
+	t.Run("admin", func(t *testing.T) {
+		out := adminJSON(t, "admin", "app", "set-quota", "--client-id", a.clientID, "--rest-per-minute", "1", "--database-url", db)
+		assert.Equal(t, map[string]any{"client_id": a.clientID, "rest_per_minute": 1.0}, out)
+		out = adminJSON(t, "admin", "app", "set-quota", "--client-id", a2.clientID, "--rest-per-minute", "9", "--database-url", db)
+		assert.Equal(t, 9.0, out["rest_per_minute"])
+		out = adminJSON(t, "admin", "app", "set-quota", "--client-id", a2.clientID, "--default", "--database-url", db)
+		assert.Equal(t, map[string]any{"client_id": a2.clientID, "rest_per_minute": nil}, out)
+		for _, args := range [][]string{
+			{"--client-id", a.clientID},
+			{"--client-id", a.clientID, "--rest-per-minute", "1", "--default"},
+			{"--rest-per-minute", "1"},
+			{"--client-id", a.clientID, "--rest-per-minute", "-1"},
+			{"--client-id", "nope", "--rest-per-minute", "1"},
+		} {
+			_, err := runCommand(t, nil, append([]string{"admin", "app", "set-quota", "--database-url", db}, args...)...)
+			assert.Error(t, err, "%v", args)
+		}
+	})
+
+	t.Run("served", func(t *testing.T) {
+		base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db,
+			"--rate-rest", "10", "--rate-rest-app", "3", "--rate-token", "0"}, env(nil))
+		defer func() { require.NoError(t, stop()) }()
+		token, token2 := rlToken(t, base, a), rlToken(t, base, a2)
+
+		// a has an override of 1 a minute.
+		res := rlVehicles(t, base, a.org, token)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.Equal(t, `"rest";q=10;w=60, "rest-app";q=1;w=60`, res.header.Get("RateLimit-Policy"))
+		assertState(t, res, "rest-app", 0, 60)
+		res = rlVehicles(t, base, a.org, token)
+		require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
+		// a2's override was removed: it has --rate-rest-app.
+		res = rlVehicles(t, base, a.org, token2)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.Equal(t, `"rest";q=10;w=60, "rest-app";q=3;w=60`, res.header.Get("RateLimit-Policy"))
+	})
+}
+
+func TestAppQuotasCache(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite://" + testdb.SQLitePath(t)
+	a := newRLTenant(t, dbURL, "Acme")
+	db, _, _, err := openAndMigrate(t.Context(), dbURL, 1)
+	require.NoError(t, err)
+	defer db.Close()
+
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	q := &appQuotas{db: db, logger: newLogger(io.Discard), now: clock}
+	require.NoError(t, q.load(t.Context()))
+	_, ok := q.quota(a.clientID)
+	assert.False(t, ok, "no override")
+
+	_, err = db.ExecContext(t.Context(), "INSERT INTO app_quotas (client_id, rest_per_minute) VALUES ($1, 7)", a.clientID)
+	require.NoError(t, err)
+	mu.Lock()
+	now = now.Add(appQuotaTTL - time.Second)
+	mu.Unlock()
+	_, ok = q.quota(a.clientID)
+	assert.False(t, ok, "kept for the TTL")
+
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	q.quota(a.clientID) // starts a reading in the background
+	require.Eventually(t, func() bool {
+		n, ok := q.quota(a.clientID)
+		return ok && n == 7
+	}, 5*time.Second, 10*time.Millisecond, "read again once the TTL passed")
 }

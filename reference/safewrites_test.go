@@ -149,7 +149,7 @@ func newSyncWorld(t *testing.T, dbURL, rest string) syncWorld {
 	branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
 	app := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "Sync", "--all-branches",
 		"--scopes", "svc:accounts:read svc:accounts:write", "--database-url", dbURL)
-	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--rate-rest", rest}, env(nil))
+	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--rate-rest", rest, "--rate-rest-app", "0"}, env(nil))
 	t.Cleanup(func() { require.NoError(t, stop()) })
 	token := rlToken(t, base, rlTenant{org: org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)})
 	return syncWorld{dbURL: dbURL, base: base, org: org, branch: branch, token: token}

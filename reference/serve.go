@@ -47,6 +47,10 @@ type serveConfig struct {
 	// JWTPreviousSecret still verifies the tokens of the secret before
 	// JWTSecret, during a rotation.
 	JWTPreviousSecret string
+	// JWTAlg is the signing algorithm: HS256 (the default, also when
+	// empty), ES256 or EdDSA, whose public keys are published (see
+	// signingKeys).
+	JWTAlg string
 	// SecretsKey encrypts the signing key kept in the database (see
 	// newSealer); empty keeps it in plain text, with a warning.
 	SecretsKey string
@@ -68,6 +72,13 @@ type serveConfig struct {
 	// PurgeInterval is how often the expired state of the token service is
 	// purged (see startPurges); 0 disables the purge.
 	PurgeInterval time.Duration
+	// EventRetention is how long the change feed keeps events.
+	EventRetention time.Duration
+	// WebhookAllowPrivate lets webhook endpoints be at loopback, private
+	// and link-local addresses, which are otherwise refused.
+	WebhookAllowPrivate bool
+	// WebhookTimeout bounds one attempt of a webhook delivery.
+	WebhookTimeout time.Duration
 }
 
 // parseServeFlags parses the serve command's flags from args and their
@@ -82,6 +93,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.StringVar(&cfg.Issuer, "issuer", "", "issuer `URL` of the tokens and base of the OAuth endpoints (default http://ADDR)")
 	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
 	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
+	fs.StringVar(&cfg.JWTAlg, "jwt-alg", "", "`algorithm` that signs tokens: HS256 (a shared secret; the default), ES256 or EdDSA (a private key kept in the database, its public key published at /.well-known/jwks.json)")
 	fs.StringVar(&cfg.SecretsKey, "secrets-key", "", "`key` that encrypts the signing key kept in the database (AES-256-GCM): 32 random bytes in base64, as openssl rand -base64 32 prints; prefer the environment to the command line")
 	fs.StringVar(&cfg.PreviousSecretsKey, "previous-secrets-key", "", "the secrets `key` before --secrets-key, still accepted to decrypt, until \"waybill admin keys reencrypt\" has run")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most PostgreSQL `connections` the server holds, kept open while used; replicas × this must stay below PostgreSQL's max_connections (behind PgBouncer: its max_client_conn)")
@@ -89,8 +101,17 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.DurationVar(&cfg.RefreshMaxAge, "refresh-max-age", oauth.DefaultRefreshMaxAge, "longest a user's authorization of an app lasts, counted from the code exchange and not extended by refreshing; then the user must authorize the app again (each refresh token still lives 30 days)")
 	limitsFlags(fs, &cfg.Limits)
 	fs.DurationVar(&cfg.PurgeInterval, "purge-interval", defaultPurgeInterval, "how often expired codes, refresh tokens, revoked or ended authorizations and old consents are deleted from the database (the first time a minute after the start); 0 disables it, for \"waybill admin purge\" run by a scheduler instead")
+	fs.DurationVar(&cfg.EventRetention, "event-retention", defaultEventRetention, "how long the change feed (/v1/{scopeId}/events) keeps events; older ones go at the next purge, and a cursor from before them is answered 410 cursor_expired")
+	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints be at loopback, private and link-local addresses (refused otherwise, so that no organization reaches this server's network); for tests and private deployments")
+	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", defaultWebhookTimeout, "longest one attempt of a webhook delivery may take (connecting, sending, the receiver's answer) before it counts as failed; a replica that dies mid-delivery leaves it to the others after six times this")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
+	}
+	if cfg.WebhookTimeout <= 0 {
+		return serveConfig{}, fmt.Errorf("serve: --webhook-timeout must be positive, not %v", cfg.WebhookTimeout)
+	}
+	if cfg.EventRetention <= 0 {
+		return serveConfig{}, fmt.Errorf("serve: --event-retention must be positive, not %v", cfg.EventRetention)
 	}
 	if _, err := newSealer(cfg.SecretsKey, cfg.PreviousSecretsKey); err != nil {
 		return serveConfig{}, fmt.Errorf("serve: %w", err)
@@ -117,6 +138,15 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	}
 	if cfg.JWTPreviousSecret != "" && cfg.JWTSecret == "" {
 		return serveConfig{}, errors.New("serve: --jwt-previous-secret needs --jwt-secret, the secret that follows it")
+	}
+	switch cfg.JWTAlg {
+	case "", bearer.HS256:
+	case bearer.ES256, bearer.EdDSA:
+		if cfg.JWTSecret != "" {
+			return serveConfig{}, fmt.Errorf("serve: --jwt-secret is an HS256 key; with --jwt-alg %s the key is generated and kept in the database", cfg.JWTAlg)
+		}
+	default:
+		return serveConfig{}, fmt.Errorf("serve: --jwt-alg must be HS256, ES256 or EdDSA, not %q", cfg.JWTAlg)
 	}
 	return cfg, nil
 }
@@ -192,7 +222,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: %w", err)
 	}
 	store := newOAuthStore(db, dialect).WithSealer(sealer)
-	keys, err := signingKeys(ctx, store, cfg.JWTSecret, cfg.JWTPreviousSecret)
+	keys, err := signingKeys(ctx, store, cfg.JWTAlg, cfg.JWTSecret, cfg.JWTPreviousSecret)
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("serve: %w", err)
@@ -207,7 +237,13 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}
 	tokens := newOAuthServer(db, store, keys, issuer, logger)
 	tokens.RefreshMaxAge = cfg.RefreshMaxAge
-	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store}
+	cutoffs, err := newCutOffs(ctx, store)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: load the cut-offs of disconnected apps: %w", err)
+	}
+	tokens.CutOffs = cutoffs
+	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store, CutOffs: cutoffs}
 	api, err := newAPI(db, dialect, verifier, logger)
 	if err != nil {
 		_ = ln.Close()
@@ -228,7 +264,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	api.Middleware = limits.REST()
 
 	srv := &http.Server{
-		Handler:           newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger, DBTimeout: cfg.DBTimeout}),
+		Handler: newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger, DBTimeout: cfg.DBTimeout,
+			Sealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -249,10 +286,14 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		}
 	}
 
+	// Started before the server serves, since it hooks the API's writes;
+	// stopped after the server has drained and before the database is
+	// closed (deferred after its Close).
+	defer startCutOffs(ctx, cutoffs, logger)()
+	defer startDispatcher(ctx, newDispatcher(api, sealer, cfg.WebhookAllowPrivate, cfg.WebhookTimeout, metrics, logger), api, metrics, logger)()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	// Stopped before the database is closed (deferred after its Close).
-	defer startPurges(ctx, tokens, api, cfg.PurgeInterval, logger)()
+	defer startPurges(ctx, tokens, apiPurge{api, cfg.EventRetention}, cfg.PurgeInterval, logger)()
 
 	select {
 	case err := <-served:

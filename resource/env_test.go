@@ -3,8 +3,6 @@ package resource_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/waybillhq/waybill/internal/apitest"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
@@ -79,35 +78,6 @@ CREATE TABLE zones (
 CREATE VIEW api_branches AS SELECT id, organization_id, name,
 	'2026-01-01T00:00:00.000000Z' AS created_at, '2026-01-01T00:00:00.000000Z' AS updated_at FROM branches;
 `
-
-// branches implements tenancy.Branches over the test schema.
-type branches struct{ db *sql.DB }
-
-func (b branches) Organization(ctx context.Context, id string) (string, error) {
-	var org string
-	err := b.db.QueryRowContext(ctx, "SELECT organization_id FROM branches WHERE id = $1", id).Scan(&org)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", tenancy.ErrNoBranch
-	}
-	return org, err
-}
-
-func (b branches) List(ctx context.Context, org string) ([]string, error) {
-	rows, err := b.db.QueryContext(ctx, "SELECT id FROM branches WHERE organization_id = $1 ORDER BY id", org)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}
 
 // testResources declares the resources of the tests.
 func testResources() []*resource.Resource {
@@ -226,7 +196,7 @@ func newEnvWith(t testing.TB, b backend, configure func(*resource.Registry, []*r
 	}
 	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
-	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: &bearer.Verifier{Keys: keys, Issuer: issuer}, Branches: branches{db}}
+	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: &bearer.Verifier{Keys: keys, Issuer: issuer}, Branches: apitest.Branches{DB: db, Table: "branches"}}
 	rs := testResources()
 	if configure != nil {
 		configure(reg, rs)
@@ -267,11 +237,7 @@ func (e *env) userToken(t testing.TB) string {
 
 func (e *env) sign(t testing.TB, c *bearer.Claims) string {
 	t.Helper()
-	now := time.Now()
-	c.Issuer, c.Audience, c.Role, c.IssuedAt, c.ExpiresAt, c.ID = issuer, bearer.Audience, bearer.Role, now.Unix(), now.Add(time.Hour).Unix(), "jti-"+c.Subject
-	s, err := e.keys.Sign(c)
-	require.NoError(t, err)
-	return s
+	return apitest.Sign(t, e.keys, issuer, c)
 }
 
 // response is a decoded response.
@@ -309,16 +275,9 @@ func (e *env) do(t testing.TB, method, path, token, body string) response {
 
 func send(t testing.TB, req *http.Request) response {
 	t.Helper()
-	res, err := http.DefaultClient.Do(req)
+	r, err := apitest.Send(req)
 	require.NoError(t, err)
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	r := response{status: res.StatusCode, header: res.Header, raw: string(raw)}
-	if len(raw) > 0 {
-		require.NoError(t, json.Unmarshal(raw, &r.body), string(raw))
-	}
-	return r
+	return response{status: r.Status, header: r.Header, body: r.Body, raw: r.Raw}
 }
 
 // mustCreate creates a record and returns it.

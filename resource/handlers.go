@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	sq "github.com/Masterminds/squirrel"
 	"github.com/google/uuid"
@@ -228,6 +229,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 	}
 	id := newID()
 	var a *answer
+	var change *Change
 	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
 		wr := &Write{Resource: h.resource, Tenant: t, Changes: changes, Dialect: h.dialect(), Time: h.registry.now()}
 		if hook := h.resource.Hooks.BeforeCreate; hook != nil {
@@ -250,12 +252,17 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		return h.rememberFor(r, tx, t, a)
+		if err := h.rememberFor(r, tx, t, a); err != nil {
+			return err
+		}
+		change, err = h.appendChange(r.Context(), tx, t, Created, id, nil, vals, a.record(), wr.Time)
+		return err
 	})
 	if err != nil {
 		h.writeFailedWrite(w, r, err, apierrors.CreateFailed)
 		return
 	}
+	h.committed(change)
 	a.send(w)
 }
 
@@ -282,11 +289,13 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var a *answer
+	var change *Change
 	err = h.change(r, t, id, coversAll, func(tx *sql.Tx, current []any) error {
 		vals := current
+		at := h.registry.now()
 		if len(changes) > 0 {
 			var err error
-			if vals, err = h.applyUpdate(r.Context(), tx, t, id, current, changes); err != nil {
+			if vals, err = h.applyUpdate(r.Context(), tx, t, id, current, changes, at); err != nil {
 				return err
 			}
 		}
@@ -294,20 +303,28 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		if a, err = h.recordAnswer(http.StatusOK, vals, ""); err != nil {
 			return err
 		}
-		return h.rememberFor(r, tx, t, a)
+		if err := h.rememberFor(r, tx, t, a); err != nil {
+			return err
+		}
+		if len(changes) == 0 {
+			return nil // nothing was written
+		}
+		change, err = h.appendChange(r.Context(), tx, t, Updated, id, current, vals, a.record(), at)
+		return err
 	})
 	if err != nil {
 		h.writeFailedWrite(w, r, err, apierrors.InvalidUpdate)
 		return
 	}
+	h.committed(change)
 	a.send(w)
 }
 
 // applyUpdate runs the update hooks, checks the references and writes
-// changes to the record with id, current as stored; it returns the record
-// as written.
-func (h *handlers) applyUpdate(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, current []any, changes Record) ([]any, error) {
-	wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: changes, Dialect: h.dialect(), Time: h.registry.now()}
+// changes to the record with id, current as stored, at the time at; it
+// returns the record as written.
+func (h *handlers) applyUpdate(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, current []any, changes Record, at time.Time) ([]any, error) {
+	wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: changes, Dialect: h.dialect(), Time: at}
 	if hook := h.resource.Hooks.BeforeUpdate; hook != nil {
 		if err := hook(ctx, tx, wr); err != nil {
 			return nil, err
@@ -337,15 +354,24 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var vals []any
+	var change *Change
 	err = h.change(r, t, id, coversAll, func(tx *sql.Tx, current []any) error {
+		at := h.registry.now()
 		if hook := h.resource.Hooks.BeforeDelete; hook != nil {
-			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect(), Time: h.registry.now()}
+			wr := &Write{Resource: h.resource, Tenant: t, Current: h.record(current), Changes: Record{}, Dialect: h.dialect(), Time: at}
 			if err := hook(r.Context(), tx, wr); err != nil {
 				return err
 			}
 		}
 		var err error
-		vals, err = h.deleteRow(r.Context(), tx, t, id)
+		if vals, err = h.deleteRow(r.Context(), tx, t, id); err != nil || h.registry.Outbox == nil {
+			return err
+		}
+		record, err := h.appendRecord(nil, vals)
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		change, err = h.appendChange(r.Context(), tx, t, Deleted, id, vals, nil, record, at)
 		return err
 	})
 	if err != nil {
@@ -355,6 +381,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		h.writeFailedWrite(w, r, err, apierrors.InvalidRequest)
 		return
 	}
+	h.committed(change)
 	h.writeRecord(w, r, http.StatusOK, vals)
 }
 
@@ -535,7 +562,7 @@ func (h *handlers) checkReferences(ctx context.Context, tx *sql.Tx, t tenancy.Te
 		var one int
 		err = tx.QueryRowContext(ctx, text, args...).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return refuse("%s: no %s with id %s in %s", f.Name, singular(target.Name), v, where)
+			return refuse("%s: no %s with id %s in %s", f.Name, Singular(target.Name), v, where)
 		}
 		if err != nil {
 			return err
@@ -544,14 +571,20 @@ func (h *handlers) checkReferences(ctx context.Context, tx *sql.Tx, t tenancy.Te
 	return nil
 }
 
-// singular names one record of a resource for messages: "branches" is
-// "branch", "quotations" "quotation", "master_data" stays.
-func singular(name string) string {
+// Singular names one record of the resource called name, as messages,
+// the OpenAPI document and event types do: "branches" is "branch",
+// "quotations" "quotation", "categories" "category", "statuses"
+// "status", "address" stays, and a name that does not end in s
+// (master_data) is its own singular.
+func Singular(name string) string {
 	switch {
-	case strings.HasSuffix(name, "ies"):
+	case strings.HasSuffix(name, "ies") && len(name) > 3:
 		return strings.TrimSuffix(name, "ies") + "y"
-	case strings.HasSuffix(name, "ches"), strings.HasSuffix(name, "shes"), strings.HasSuffix(name, "sses"), strings.HasSuffix(name, "xes"):
+	case strings.HasSuffix(name, "sses"), strings.HasSuffix(name, "shes"), strings.HasSuffix(name, "ches"),
+		strings.HasSuffix(name, "xes"), strings.HasSuffix(name, "zes"), strings.HasSuffix(name, "uses"):
 		return strings.TrimSuffix(name, "es")
+	case strings.HasSuffix(name, "ss"):
+		return name
 	case strings.HasSuffix(name, "s"):
 		return strings.TrimSuffix(name, "s")
 	}
@@ -664,7 +697,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 func (h *handlers) notFound() error {
-	return apierrors.NotFound("no %s with this id", singular(h.resource.Name))
+	return apierrors.NotFound("no %s with this id", Singular(h.resource.Name))
 }
 
 // readError maps a failure of a read: a value the column cannot take is

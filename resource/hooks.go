@@ -34,11 +34,17 @@ func Combine(hooks ...Hooks) Hooks {
 			return nil
 		}
 	}
-	return Hooks{
+	combined := Hooks{
 		BeforeCreate: chain(func(h Hooks) hookFunc { return h.BeforeCreate }),
 		BeforeUpdate: chain(func(h Hooks) hookFunc { return h.BeforeUpdate }),
 		BeforeDelete: chain(func(h Hooks) hookFunc { return h.BeforeDelete }),
 	}
+	for _, h := range hooks {
+		if combined.status == "" {
+			combined.status = h.status
+		}
+	}
+	return combined
 }
 
 // StatusFlow returns hooks that keep an Enum field on a state machine: a
@@ -48,8 +54,13 @@ func Combine(hooks ...Hooks) Hooks {
 // entry is final). A move outside the flow is invalid_create on POST and
 // invalid_update on PATCH. Setting the field to its current value is no
 // move and always allowed.
+//
+// The field becomes the resource's StatusField: the registry's Outbox is
+// told of each move (Change.Status). Combine keeps the first StatusFlow's
+// field.
 func StatusFlow(field, initial string, next map[string][]string) Hooks {
 	return Hooks{
+		status: field,
 		BeforeCreate: func(_ context.Context, _ *sql.Tx, w *Write) error {
 			v, ok := w.Changes[field].(string)
 			if !ok {

@@ -206,6 +206,12 @@ type answer struct {
 	body        []byte
 }
 
+// record returns the record in the body of an answer that recordAnswer
+// made: the value of its "data" member.
+func (a *answer) record() []byte {
+	return a.body[len(`{"data":`) : len(a.body)-len(`,"version":"`+Version+`"}`)]
+}
+
 // replayed is the error of a write whose Idempotency-Key another request
 // stored an answer for while this one ran: its transaction is rolled back
 // and the stored answer is given instead.

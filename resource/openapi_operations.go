@@ -15,24 +15,6 @@ import (
 
 // Names of a resource.
 
-// oaSingular returns the singular of a resource name: quotations →
-// quotation, branches → branch, categories → category; a name that does
-// not end in s (master_data) is its own singular.
-func oaSingular(name string) string {
-	switch {
-	case strings.HasSuffix(name, "ies") && len(name) > 3:
-		return strings.TrimSuffix(name, "ies") + "y"
-	case strings.HasSuffix(name, "sses"), strings.HasSuffix(name, "shes"), strings.HasSuffix(name, "ches"),
-		strings.HasSuffix(name, "xes"), strings.HasSuffix(name, "zes"), strings.HasSuffix(name, "uses"):
-		return strings.TrimSuffix(name, "es")
-	case strings.HasSuffix(name, "ss"):
-		return name
-	case strings.HasSuffix(name, "s"):
-		return strings.TrimSuffix(name, "s")
-	}
-	return name
-}
-
 // oaCamel returns a snake_case or kebab-case name in CamelCase.
 func oaCamel(name string) string {
 	var b strings.Builder
@@ -57,7 +39,7 @@ type oaNames struct {
 }
 
 func oaNamesOf(r *Resource) oaNames {
-	single := oaSingular(r.Name)
+	single := Singular(r.Name)
 	n := oaNames{
 		plural:   oaWords(r.Name),
 		schema:   oaCamel(single),
@@ -113,7 +95,7 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 	}
 	idParam := &openapi.Parameter{
 		Name: "id", In: "path", Required: true,
-		Description: "The id of " + n.one + ". An id that is not a UUID, or of no " + oaWords(oaSingular(r.Name)) + " that `{scopeId}` sees, gives 404 `not_found`.",
+		Description: "The id of " + n.one + ". An id that is not a UUID, or of no " + oaWords(Singular(r.Name)) + " that `{scopeId}` sees, gives 404 `not_found`.",
 		Schema:      &openapi.Schema{Type: "string", Format: "uuid"},
 	}
 	collectionItem := &openapi.PathItem{Parameters: []*openapi.Parameter{scopeParam}, Get: b.listOperation(r, n)}
@@ -257,7 +239,7 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *openapi.Operation
 		Description: strings.Join(desc, "\n\n"),
 		Parameters:  []*openapi.Parameter{oaFields(r), oaIfNoneMatch()},
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("The "+oaWords(oaSingular(r.Name))+".", n.schema+"ItemEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
+			"200": oaSuccess("The "+oaWords(Singular(r.Name))+".", n.schema+"ItemEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
 			"304": oaNotModified(),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.ReadScope(), oaRead),

@@ -32,7 +32,7 @@ func oaSuccess(description, envelope string, headers map[string]*openapi.Header)
 
 func oaUnauthorized() *openapi.Response {
 	return openapi.WithHeaders(openapi.ErrorResponse("`unauthorized`: no `Authorization: Bearer` token.\n\n"+
-		"`invalid_token`: a token that is malformed, badly signed, expired, revoked, for another audience or issuer, or not HS256 with a current key.\n\n"+
+		"`invalid_token`: a token that is malformed, badly signed, expired, revoked, for another audience or issuer, or not signed by a current key with its algorithm.\n\n"+
 		"Both carry a `WWW-Authenticate: Bearer` challenge (RFC 6750).",
 		oaErr(apierrors.CodeUnauthorized, "an Authorization: Bearer token is required"),
 		oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate")

@@ -45,7 +45,7 @@ func (b *openAPIBuilder) securitySchemes() map[string]*openapi.SecurityScheme {
 	} else {
 		scheme = openapi.SecurityScheme{
 			Type: "oauth2",
-			Description: "OAuth 2.1 access tokens (HS256 JWTs), sent as `Authorization: Bearer <token>`. " +
+			Description: "OAuth 2.1 access tokens (JWTs: HS256, ES256 or EdDSA), sent as `Authorization: Bearer <token>`. " +
 				"The authorization-code flow requires PKCE with S256 (`plain` is refused) and an exact redirect URI; its token sees every branch of the organization the user chose at consent. " +
 				"A client-credentials token sees the branches its app lists (`oauth_branch_ids`).",
 			Flows: &openapi.OAuthFlows{

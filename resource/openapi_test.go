@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/waybillhq/waybill/internal/apitest"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/openapi"
@@ -142,7 +143,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
 	mux := http.NewServeMux()
 	reg := openAPIRegistry(t)
-	reg.Verifier, reg.Branches = &bearer.Verifier{}, branches{} // Mount needs them; no request is served
+	reg.Verifier, reg.Branches = &bearer.Verifier{}, apitest.Branches{} // Mount needs them; no request is served
 	reg.Mount(mux)
 	paths := oaObj(t, doc, "paths")
 	const scope, id = "0a000000-0000-4000-8000-0000000000a1", "0c000000-0000-4000-8000-00000000000c"

@@ -48,6 +48,10 @@ type Registry struct {
 	// Realm is the realm of the WWW-Authenticate challenges of refused
 	// tokens; "" means none.
 	Realm string
+	// ResourceMetadata is the URL of the API's protected resource
+	// metadata (RFC 9728), given in the resource_metadata parameter of
+	// the Bearer challenges; "" means none.
+	ResourceMetadata string
 	// CursorKey authenticates the cursors of cursor pages (after=, see
 	// Registry.Mount): at least query.MinCursorKeyLength secret random
 	// bytes, the same on every replica, set before Register. Nil means a
@@ -60,6 +64,15 @@ type Registry struct {
 	// DefaultIdempotencyTTL (24 hours). The keys need the table that
 	// Migrate creates.
 	IdempotencyTTL time.Duration
+	// Outbox, when set, is told of every create, update and delete inside
+	// the write's transaction (see Outbox); nil means writes are recorded
+	// nowhere else.
+	Outbox Outbox
+	// AfterCommit, when set, is called with each change Outbox recorded,
+	// once its transaction has committed: to wake what delivers the
+	// changes (a webhook dispatcher) without waiting for its next poll. It
+	// runs on the request's goroutine and must not block.
+	AfterCommit func(c *Change)
 
 	resources []*Resource
 	randomKey []byte // the cursor key without CursorKey
@@ -151,7 +164,7 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 		mw := tenancy.Middleware(tenancy.Options{
 			Verifier: g.Verifier, Branches: g.Branches, ScopeType: r.ScopeType,
 			Scope:  tenancy.ReadWrite(r.ReadScope(), r.WriteScope()),
-			Logger: g.Logger, Realm: g.Realm,
+			Logger: g.Logger, Realm: g.Realm, ResourceMetadata: g.ResourceMetadata,
 		})
 		h := newHandlers(g, r)
 		// A write with an Idempotency-Key that has an answer is answered
@@ -195,7 +208,7 @@ func (g *Registry) methodNotAllowed(allow []string) http.Handler {
 
 // errors returns the Writer of the registry's error answers.
 func (g *Registry) errors() apierrors.Writer {
-	return apierrors.Writer{Logger: g.Logger, Realm: g.Realm}
+	return apierrors.Writer{Logger: g.Logger, Realm: g.Realm, ResourceMetadata: g.ResourceMetadata}
 }
 
 // tenantWhere returns the condition that keeps a statement inside the

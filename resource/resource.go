@@ -121,6 +121,8 @@ type Hooks struct {
 	BeforeUpdate func(ctx context.Context, tx *sql.Tx, w *Write) error
 	// BeforeDelete may refuse a delete.
 	BeforeDelete func(ctx context.Context, tx *sql.Tx, w *Write) error
+
+	status string // the field of StatusFlow
 }
 
 // Write is what a hook sees of a write.

@@ -73,12 +73,7 @@ func normalize(t query.Type, v any) (any, error) {
 			return d, nil
 		}
 	case query.Timestamp:
-		switch ts := v.(type) {
-		case time.Time:
-			return ts.UTC(), nil
-		case string:
-			return time.Parse(time.RFC3339Nano, ts)
-		}
+		return query.ScanTimestamp(v)
 	case query.Boolean:
 		switch b := v.(type) {
 		case bool:

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func (b *lockedBuffer) String() string {
 // TestRegistryClockLoggerRealm: what the host hands the registry is what its
 // requests use. Hooks and the stored created_at and updated_at read the
 // registry's clock, the requests it fails are logged to its logger, and
-// its challenges name its realm.
+// its challenges name its realm and its resource metadata.
 func TestRegistryClockLoggerRealm(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
@@ -57,6 +58,7 @@ func TestRegistryClockLoggerRealm(t *testing.T) {
 				}
 				reg.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 				reg.Realm = "tms"
+				reg.ResourceMetadata = "https://tms.example/.well-known/oauth-protected-resource"
 				accounts := rs[0]
 				accounts.Hooks = resource.Combine(accounts.Hooks, resource.OnWrite(func(_ context.Context, _ *sql.Tx, w *resource.Write) error {
 					mu.Lock()
@@ -81,10 +83,11 @@ func TestRegistryClockLoggerRealm(t *testing.T) {
 
 			r := e.do(t, http.MethodGet, "/v1/"+a1+"/accounts", "", "")
 			assert.Equal(t, http.StatusUnauthorized, r.status)
-			assert.Equal(t, `Bearer realm="tms"`, r.header.Get("WWW-Authenticate"))
+			assert.Equal(t, `Bearer realm="tms", resource_metadata="https://tms.example/.well-known/oauth-protected-resource"`, r.header.Get("WWW-Authenticate"))
 			r = e.do(t, http.MethodPost, "/v1/"+a1+"/accounts", e.codeToken(t, orgA), `{}`)
 			assert.Equal(t, http.StatusForbidden, r.status)
 			assert.Contains(t, r.header.Get("WWW-Authenticate"), `Bearer realm="tms", error="insufficient_scope"`)
+			assert.True(t, strings.HasSuffix(r.header.Get("WWW-Authenticate"), `, resource_metadata="https://tms.example/.well-known/oauth-protected-resource"`))
 
 			assert.Empty(t, logs.String(), "4xx answers are not logged")
 			_, err := e.db.Exec("DROP TABLE zones")

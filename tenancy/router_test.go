@@ -122,7 +122,7 @@ func TestMiddlewareChecksOptions(t *testing.T) {
 		panic string
 	}{
 		{"no verifier", tenancy.Options{Branches: branches, ScopeType: tenancy.Branch}, "Verifier is required"},
-		{"no scope type", tenancy.Options{Verifier: v, Branches: branches}, "is not Organization, Branch or BranchOrNull"},
+		{"no scope type", tenancy.Options{Verifier: v, Branches: branches}, "is not Organization, Branch, BranchOrNull or OrganizationOrBranch"},
 		{"branch without branches", tenancy.Options{Verifier: v, ScopeType: tenancy.Branch}, "Branches is required for branch resources"},
 		{"branch-or-null without branches", tenancy.Options{Verifier: v, ScopeType: tenancy.BranchOrNull}, "Branches is required for branch-or-null resources"},
 		{"PathValue and ScopeID", tenancy.Options{Verifier: v, ScopeType: tenancy.Organization, PathValue: "org", ScopeID: chiScopeID}, "not both"},

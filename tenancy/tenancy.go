@@ -82,9 +82,16 @@ const (
 	// BranchOrNull: as Branch, and the resource also has organization-wide
 	// records (branch_id NULL) that every branch sees.
 	BranchOrNull
+	// OrganizationOrBranch: {scopeId} is the token's organization (the
+	// Tenant's BranchID is then empty) or, as for Branch, a branch of it
+	// that the token may use. For what spans branches, such as a change
+	// feed: the organization path shows every branch the token may use, a
+	// branch path one branch.
+	OrganizationOrBranch
 )
 
-// String returns "organization", "branch" or "branch-or-null".
+// String returns "organization", "branch", "branch-or-null" or
+// "organization-or-branch".
 func (s ScopeType) String() string {
 	switch s {
 	case Organization:
@@ -93,6 +100,8 @@ func (s ScopeType) String() string {
 		return "branch"
 	case BranchOrNull:
 		return "branch-or-null"
+	case OrganizationOrBranch:
+		return "organization-or-branch"
 	}
 	return fmt.Sprintf("ScopeType(%d)", uint8(s))
 }
@@ -216,7 +225,8 @@ func ReadWrite(read, write string) ScopeFunc {
 type Options struct {
 	// Verifier checks the bearer token. Required.
 	Verifier Verifier
-	// Branches resolves branches. Required for Branch and BranchOrNull.
+	// Branches resolves branches. Required for every ScopeType but
+	// Organization.
 	Branches Branches
 	// ScopeType says what {scopeId} names. Required.
 	ScopeType ScopeType
@@ -237,6 +247,10 @@ type Options struct {
 	// Realm is the realm of the WWW-Authenticate challenges of refused
 	// tokens; "" means none.
 	Realm string
+	// ResourceMetadata is the URL of the API's protected resource
+	// metadata (RFC 9728), given in the resource_metadata parameter of
+	// the Bearer challenges; "" means none.
+	ResourceMetadata string
 }
 
 // check panics when the options cannot work: it runs when Middleware is
@@ -246,8 +260,8 @@ func (o *Options) check() {
 	switch {
 	case o.Verifier == nil:
 		panic("tenancy: Options.Verifier is required")
-	case o.ScopeType < Organization || o.ScopeType > BranchOrNull:
-		panic(fmt.Sprintf("tenancy: Options.ScopeType %v is not Organization, Branch or BranchOrNull", o.ScopeType))
+	case o.ScopeType < Organization || o.ScopeType > OrganizationOrBranch:
+		panic(fmt.Sprintf("tenancy: Options.ScopeType %v is not Organization, Branch, BranchOrNull or OrganizationOrBranch", o.ScopeType))
 	case o.ScopeType != Organization && o.Branches == nil:
 		panic(fmt.Sprintf("tenancy: Options.Branches is required for %v resources", o.ScopeType))
 	case o.ScopeID != nil && o.PathValue != "":
@@ -275,14 +289,14 @@ func errNoScopeID(o *Options) error {
 
 // Middleware authenticates the request, checks its scope, resolves its
 // tenant and calls next with the Tenant in the request's context. Every
-// refusal is written with an apierrors.Writer of opts.Logger and
-// opts.Realm.
+// refusal is written with an apierrors.Writer of opts.Logger,
+// opts.Realm and opts.ResourceMetadata.
 //
 // It panics when opts lack what it needs (see Options).
 func Middleware(opts Options) func(http.Handler) http.Handler {
 	opts.check()
 	scopeID := opts.scopeIDFunc()
-	errw := apierrors.Writer{Logger: opts.Logger, Realm: opts.Realm}
+	errw := apierrors.Writer{Logger: opts.Logger, Realm: opts.Realm, ResourceMetadata: opts.ResourceMetadata}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := scopeID(r)
@@ -341,6 +355,9 @@ func (o *Options) resolve(r *http.Request, scopeID string) (Tenant, error) {
 		if id != c.OrganizationID {
 			return Tenant{}, notFound()
 		}
+		return t, nil
+	}
+	if id == c.OrganizationID && o.ScopeType == OrganizationOrBranch {
 		return t, nil
 	}
 	if id == c.OrganizationID {

@@ -80,7 +80,7 @@ func TestMiddleware(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux := http.NewServeMux()
-	for _, st := range []tenancy.ScopeType{tenancy.Organization, tenancy.Branch, tenancy.BranchOrNull} {
+	for _, st := range []tenancy.ScopeType{tenancy.Organization, tenancy.Branch, tenancy.BranchOrNull, tenancy.OrganizationOrBranch} {
 		mw := tenancy.Middleware(tenancy.Options{
 			Verifier: &bearer.Verifier{Keys: s.keys, Issuer: "https://i.test"}, Branches: branches, ScopeType: st,
 			Scope: tenancy.ReadWrite("svc:orders:read", "svc:orders:write"),
@@ -99,6 +99,12 @@ func TestMiddleware(t *testing.T) {
 		{"a branch as organization", "GET", "/organization/" + a1, "Bearer " + code, 404, "not_found", ""},
 		{"branch", "GET", "/branch/" + a2, "Bearer " + code, 204, "", a2},
 		{"branch or null", "GET", "/branch-or-null/" + a1, "Bearer " + code, 204, "", a1},
+		{"organization or branch: the organization", "GET", "/organization-or-branch/" + orgA, "Bearer " + code, 204, "", ""},
+		{"organization or branch: a branch", "GET", "/organization-or-branch/" + a2, "Bearer " + code, 204, "", a2},
+		{"organization or branch: another organization", "GET", "/organization-or-branch/" + orgB, "Bearer " + code, 404, "not_found", ""},
+		{"organization or branch: another organization's branch", "GET", "/organization-or-branch/" + b1, "Bearer " + code, 404, "not_found", ""},
+		{"organization or branch: client credentials outside its branches", "GET", "/organization-or-branch/" + a2, "Bearer " + cc, 403, "insufficient_scope", ""},
+		{"organization or branch: client credentials on the organization", "GET", "/organization-or-branch/" + orgA, "Bearer " + cc, 204, "", ""},
 		{"unknown branch", "GET", "/branch/0a000000-0000-4000-8000-0000000000ff", "Bearer " + code, 404, "not_found", ""},
 		{"another organization's branch", "GET", "/branch/" + b1, "Bearer " + code, 404, "not_found", ""},
 		{"the token's organization as a branch", "GET", "/branch/" + orgA, "Bearer " + code, 404, "not_found", ""},

@@ -119,16 +119,16 @@ func TestVerify(t *testing.T) {
 		{"wrong audience", signedBy(current, func(c *bearer.Claims) { c.Audience = "service_role" }), "audience"},
 		{"wrong issuer", signedBy(current, func(c *bearer.Claims) { c.Issuer = "https://evil.test" }), "issuer"},
 		{"no subject", signedBy(current, func(c *bearer.Claims) { c.Subject = "" }), "sub or jti"},
-		{"alg none", rawToken(t, map[string]any{"alg": "none", "typ": "JWT", "kid": "k2"}, ccClaims(now), nil), "algorithm other than HS256"},
-		{"alg none with a signature", rawToken(t, map[string]any{"alg": "none", "kid": "k2"}, ccClaims(now), current.Secret), "algorithm other than HS256"},
+		{"alg none", rawToken(t, map[string]any{"alg": "none", "typ": "JWT", "kid": "k2"}, ccClaims(now), nil), "algorithm other than its key's"},
+		{"alg none with a signature", rawToken(t, map[string]any{"alg": "none", "kid": "k2"}, ccClaims(now), current.Secret), "algorithm other than its key's"},
 		{"alg HS512 with the right key", func() string {
 			tok := jwt.NewWithClaims(jwt.SigningMethodHS512, ccClaims(now))
 			tok.Header["kid"] = "k2"
 			s, err := tok.SignedString(current.Secret)
 			require.NoError(t, err)
 			return s
-		}(), "algorithm other than HS256"},
-		{"alg RS256 header over an HMAC signature", rawToken(t, map[string]any{"alg": "RS256", "kid": "k2"}, ccClaims(now), current.Secret), "algorithm other than HS256"},
+		}(), "algorithm other than its key's"},
+		{"alg RS256 header over an HMAC signature", rawToken(t, map[string]any{"alg": "RS256", "kid": "k2"}, ccClaims(now), current.Secret), "algorithm other than its key's"},
 		{"tampered payload", tamperedPayload(), "signature is invalid"},
 		{"malformed", "not.a.jwt", "malformed"},
 		{"empty", "", "malformed"},
@@ -163,10 +163,12 @@ func TestClaimsJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &m))
 	assert.Equal(t, []any{}, m["oauth_branch_ids"], "a client-credentials token always names its branches, even none")
 	assert.Equal(t, "authenticated", m["aud"])
-	for _, k := range []string{"iss", "sub", "aud", "role", "exp", "iat", "jti", "organization_id", "oauth_client_id", "oauth_scopes", "oauth_branch_ids", "oauth_app_name", "oauth_grant_type"} {
+	for _, k := range []string{"iss", "sub", "aud", "role", "exp", "iat", "jti", "organization_id", "oauth_client_id", "oauth_scopes", "oauth_branch_ids", "oauth_app_name", "oauth_grant_type", "client_id", "scope"} {
 		assert.Contains(t, m, k)
 	}
-	assert.Len(t, m, 13)
+	assert.Len(t, m, 15)
+	assert.Equal(t, "client-1", m["client_id"], "RFC 9068 client_id repeats oauth_client_id")
+	assert.Equal(t, "svc:orders:read", m["scope"])
 	assert.Equal(t, "client_credentials", m["oauth_grant_type"])
 
 	code := &bearer.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated",
@@ -180,7 +182,8 @@ func TestClaimsJSON(t *testing.T) {
 	assert.NotContains(t, m, "oauth_branch_ids", "an authorization-code token sees every branch")
 	assert.NotContains(t, m, "oauth_app_name")
 	assert.Equal(t, "authorization_code", m["oauth_grant_type"])
-	assert.Len(t, m, 11)
+	assert.Len(t, m, 13)
+	assert.Equal(t, "", m["scope"])
 	assert.Equal(t, "fam", code.FamilyID())
 
 	user := &bearer.Claims{Issuer: testIssuer, Subject: "u", Audience: "authenticated", Role: "authenticated", ID: "j"}
@@ -301,6 +304,9 @@ func TestSignMatchesGolangJWT(t *testing.T) {
 		require.NoError(t, err)
 		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 		tok.Header["kid"] = bearer.SecretKey([]byte(strings.Repeat("s", 32))).ID
+		if c.OAuth() {
+			tok.Header["typ"] = "at+jwt" // RFC 9068 section 2.1
+		}
 		want, err := tok.SignedString([]byte(strings.Repeat("s", 32)))
 		require.NoError(t, err)
 		assert.Equal(t, want, got)

@@ -123,9 +123,10 @@ func (c *Claims) FamilyID() string {
 }
 
 // MarshalJSON writes the claims. An OAuth token always carries
-// oauth_scopes and oauth_grant_type; a client-credentials token always
-// carries oauth_branch_ids, empty or not, and an authorization-code token
-// never does.
+// oauth_scopes and oauth_grant_type, and the RFC 9068 client_id (the
+// oauth_client_id) and scope (the oauth_scopes separated by spaces); a
+// client-credentials token always carries oauth_branch_ids, empty or not,
+// and an authorization-code token never does.
 func (c Claims) MarshalJSON() ([]byte, error) {
 	type plain Claims // without this method
 	if !c.OAuth() {
@@ -142,7 +143,9 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 			Scopes    []string `json:"oauth_scopes"`
 			BranchIDs []string `json:"oauth_branch_ids,omitempty"`
 			Grant     string   `json:"oauth_grant_type"`
-		}{plain(c), scopes, nil, grant})
+			ClientID  string   `json:"client_id"`
+			Scope     string   `json:"scope"`
+		}{plain(c), scopes, nil, grant, c.ClientID, strings.Join(scopes, " ")})
 	}
 	branches := c.BranchIDs
 	if branches == nil {
@@ -153,7 +156,9 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 		Scopes    []string `json:"oauth_scopes"`
 		BranchIDs []string `json:"oauth_branch_ids"`
 		Grant     string   `json:"oauth_grant_type"`
-	}{plain(c), scopes, branches, grant})
+		ClientID  string   `json:"client_id"`
+		Scope     string   `json:"scope"`
+	}{plain(c), scopes, branches, grant, c.ClientID, strings.Join(scopes, " ")})
 }
 
 // GetExpirationTime implements jwt.Claims; a token without exp has none.

@@ -2,9 +2,12 @@ package sqlstore
 
 import (
 	"context"
+	"crypto"
+	"crypto/x509"
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
@@ -12,13 +15,43 @@ import (
 	"github.com/waybillhq/waybill/query"
 )
 
-// signingKeyName is the name of the row that holds the signing key.
+// signingKeyName is the name of the row that holds the HS256 signing key.
 const signingKeyName = "signing"
 
+// signingKeyNames name the rows of the signing key of each algorithm. The
+// HS256 row keeps the name it always had; an asymmetric key is stored as
+// its PKCS #8 encoding, under a name of its own, so that a server that
+// moves to ES256 or EdDSA (and back) finds each key where it left it, and
+// no migration is needed.
+var signingKeyNames = map[string]string{
+	bearer.HS256: signingKeyName,
+	bearer.ES256: "signing-es256",
+	bearer.EdDSA: "signing-eddsa",
+}
+
+// The suffixes of the rows of a key rotation (see RotateSigningKey): the
+// key that will sign next, and the one that signed before.
+const (
+	nextSuffix     = ".next"
+	previousSuffix = ".previous"
+)
+
+// algOfRow returns the algorithm of the key stored under name, a name of
+// signingKeyNames possibly followed by a rotation suffix.
+func algOfRow(name string) string {
+	name = strings.TrimSuffix(strings.TrimSuffix(name, nextSuffix), previousSuffix)
+	for alg, n := range signingKeyNames {
+		if n == name {
+			return alg
+		}
+	}
+	return bearer.HS256
+}
+
 // WithSealer returns a Store on the same database that keeps the signing
-// key encrypted at rest with sealer (AES-256-GCM under a secrets key, bound
-// to its row), so that a copy of the database, a backup say, does not give
-// away the key that signs every token:
+// keys encrypted at rest with sealer (AES-256-GCM under a secrets key,
+// bound to its row), so that a copy of the database, a backup say, does
+// not give away the key that signs every token:
 //
 //   - a key it generates is stored sealed;
 //   - a key stored in plain text (before encryption was set up) is sealed
@@ -26,7 +59,7 @@ const signingKeyName = "signing"
 //   - a key sealed with a previous secrets key of the sealer is read, and
 //     left as it is until ReencryptKeys seals it with the current one.
 //
-// A Store without a sealer keeps its key in plain text, and fails to read
+// A Store without a sealer keeps its keys in plain text, and fails to read
 // a sealed one (oauth.ErrUnknownSecretsKey).
 func (s *Store) WithSealer(sealer *oauth.Sealer) *Store {
 	c := *s
@@ -34,19 +67,32 @@ func (s *Store) WithSealer(sealer *oauth.Sealer) *Store {
 	return &c
 }
 
-// SigningKey returns the signing key kept in the database, generating and
-// storing one with bearer.GenerateKey on first use. Every Store sharing the
-// database gets the same key, even when several start at once: the key is
-// inserted only if the row is absent, then read back. With a sealer (see
-// WithSealer) the key is stored encrypted, and a key stored in plain text
-// is encrypted in place. A sealed key that the store cannot decrypt fails
-// with oauth.ErrUnknownSecretsKey (no secrets key, or not the one that
-// sealed it) or oauth.ErrUnsealFailed (the row was altered).
+// SigningKey returns the HS256 signing key kept in the database,
+// generating and storing one with bearer.GenerateKey on first use. Every
+// Store sharing the database gets the same key, even when several start at
+// once: the key is inserted only if the row is absent, then read back.
+// With a sealer (see WithSealer) the key is stored encrypted, and a key
+// stored in plain text is encrypted in place. A sealed key that the store
+// cannot decrypt fails with oauth.ErrUnknownSecretsKey (no secrets key, or
+// not the one that sealed it) or oauth.ErrUnsealFailed (the row was
+// altered).
 func (s *Store) SigningKey(ctx context.Context) (bearer.Key, error) {
+	return s.SigningKeyFor(ctx, bearer.HS256)
+}
+
+// SigningKeyFor is SigningKey for a key of alg (bearer.HS256, ES256 or
+// EdDSA): each algorithm has a key of its own, generated with
+// bearer.GenerateKeyFor on first use and kept like the HS256 key, its
+// private key sealed the same way.
+func (s *Store) SigningKeyFor(ctx context.Context, alg string) (bearer.Key, error) {
+	name, ok := signingKeyNames[alg]
+	if !ok {
+		return bearer.Key{}, fmt.Errorf("sqlstore: signing key: unknown algorithm %q (HS256, ES256 or EdDSA)", alg)
+	}
 	tx := s.autocommit()
-	row, err := findKey(ctx, tx, signingKeyName)
+	row, err := findKey(ctx, tx, name)
 	if errors.Is(err, oauth.ErrNotFound) {
-		row, err = s.generateKey(ctx, tx, signingKeyName)
+		row, err = s.generateKey(ctx, tx, name, alg)
 	}
 	if err != nil {
 		return bearer.Key{}, err
@@ -56,24 +102,160 @@ func (s *Store) SigningKey(ctx context.Context) (bearer.Key, error) {
 		return bearer.Key{}, err
 	}
 	if row.sealedBy == "" && s.sealer != nil {
-		if err := updateKey(ctx, tx, s.sealKey(row.name, k), ""); err != nil {
+		sealed, err := s.sealKey(row.name, k)
+		if err != nil {
+			return bearer.Key{}, err
+		}
+		if err := updateKey(ctx, tx, sealed, ""); err != nil {
 			return bearer.Key{}, err
 		}
 	}
 	return k, nil
 }
 
-// generateKey stores a new key under name unless one is stored there,
-// and returns the row stored: another process may have won the insert.
-func (s *Store) generateKey(ctx context.Context, tx *tx, name string) (keyRow, error) {
-	k, err := bearer.GenerateKey()
+// generateKey stores a new key of alg under name unless one is stored
+// there, and returns the row stored: another process may have won the
+// insert.
+func (s *Store) generateKey(ctx context.Context, tx *tx, name, alg string) (keyRow, error) {
+	k, err := bearer.GenerateKeyFor(alg)
 	if err != nil {
 		return keyRow{}, err
 	}
-	if err := insertKeyIfAbsent(ctx, tx, s.sealKey(name, k), time.Now()); err != nil {
+	row, err := s.sealKey(name, k)
+	if err != nil {
+		return keyRow{}, err
+	}
+	if err := insertKeyIfAbsent(ctx, tx, row, time.Now()); err != nil {
 		return keyRow{}, err
 	}
 	return findKey(ctx, tx, name)
+}
+
+// SigningKeysFor returns the keys of alg kept in the database: the current
+// one, which SigningKeyFor returns (and generates on first use), and the
+// others that verify beside it during a rotation (see RotateSigningKey):
+// the next key, once staged, and the previous one, once the next took
+// over. Pass them to bearer.NewKeySet(current, others...).
+func (s *Store) SigningKeysFor(ctx context.Context, alg string) (current bearer.Key, others []bearer.Key, err error) {
+	current, err = s.SigningKeyFor(ctx, alg)
+	if err != nil {
+		return bearer.Key{}, nil, err
+	}
+	tx := s.autocommit()
+	name := signingKeyNames[alg]
+	for _, n := range []string{name + nextSuffix, name + previousSuffix} {
+		row, err := findKey(ctx, tx, n)
+		if errors.Is(err, oauth.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return bearer.Key{}, nil, err
+		}
+		k, err := s.openKey(row)
+		if err != nil {
+			return bearer.Key{}, nil, err
+		}
+		others = append(others, k)
+	}
+	return current, others, nil
+}
+
+// KeyRotation says what a step of RotateSigningKey did.
+type KeyRotation struct {
+	// Step is "staged" (a next key was generated: it verifies, and is
+	// published, but does not sign yet) or "promoted" (the next key became
+	// the current one, which signs; the current one became the previous,
+	// which still verifies).
+	Step string `json:"step"`
+	// Current is the id of the key that signs once every server has
+	// loaded the keys again.
+	Current string `json:"current_kid"`
+	// Next is the id of the staged key, after "staged".
+	Next string `json:"next_kid,omitempty"`
+	// Previous is the id of the key that only verifies, after "promoted".
+	Previous string `json:"previous_kid,omitempty"`
+}
+
+// RotateSigningKey takes one step of the rotation of the signing key of
+// alg, so that no server ever meets a token of a key it does not know:
+//
+//  1. with no next key, it stages one: a new key that every server loads
+//     (at its next start) as a key that verifies, and publishes, without
+//     signing;
+//  2. with a next key, once every server has loaded it, it promotes it:
+//     the next key becomes the current one, which signs from the servers'
+//     next start, and the current key becomes the previous one, which
+//     still verifies the tokens it signed; the key previous before is
+//     dropped.
+//
+// Each step takes effect when the servers load their keys again
+// (SigningKeysFor, at their start). Between the steps every server has to
+// have loaded the staged key; after a promotion, the previous key should
+// stay until the last token it signed expired, so wait an access token
+// lifetime (and every server's restart) before the next rotation. The
+// keys are moved sealed with the store's sealer (see WithSealer), which
+// must open them.
+func (s *Store) RotateSigningKey(ctx context.Context, alg string) (KeyRotation, error) {
+	name, ok := signingKeyNames[alg]
+	if !ok {
+		return KeyRotation{}, fmt.Errorf("sqlstore: rotate signing key: unknown algorithm %q (HS256, ES256 or EdDSA)", alg)
+	}
+	if _, err := s.SigningKeyFor(ctx, alg); err != nil { // the current key, generated if need be
+		return KeyRotation{}, err
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return KeyRotation{}, err
+	}
+	defer tx.rollback(ctx)
+	rows, err := allKeys(ctx, tx) // locks them on PostgreSQL
+	if err != nil {
+		return KeyRotation{}, err
+	}
+	byName := map[string]keyRow{}
+	for _, row := range rows {
+		byName[row.name] = row
+	}
+	current, next := byName[name], byName[name+nextSuffix]
+	var rotation KeyRotation
+	if next.id == "" {
+		row, err := s.generateKey(ctx, tx, name+nextSuffix, alg)
+		if err != nil {
+			return KeyRotation{}, err
+		}
+		rotation = KeyRotation{Step: "staged", Current: current.id, Next: row.id}
+	} else {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM oauth_keys WHERE name = $1`, name+previousSuffix); err != nil {
+			return KeyRotation{}, fmt.Errorf("sqlstore: rotate signing key: %w", err)
+		}
+		if err := s.moveKey(ctx, tx, current, name+previousSuffix); err != nil {
+			return KeyRotation{}, err
+		}
+		if err := s.moveKey(ctx, tx, next, name); err != nil {
+			return KeyRotation{}, err
+		}
+		rotation = KeyRotation{Step: "promoted", Current: next.id, Previous: current.id}
+	}
+	return rotation, tx.commit(ctx)
+}
+
+// moveKey stores the key of row under name instead, sealed anew for its
+// new row.
+func (s *Store) moveKey(ctx context.Context, tx *tx, row keyRow, name string) error {
+	k, err := s.openKey(row)
+	if err != nil {
+		return err
+	}
+	moved, err := s.sealKey(name, k)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE oauth_keys SET name = $1, secret = $2, sealed_by = $3 WHERE name = $4 AND id = $5`,
+		moved.name, moved.secret, nullString(moved.sealedBy), row.name, row.id)
+	if err != nil {
+		return fmt.Errorf("sqlstore: rotate signing key: %w", err)
+	}
+	return nil
 }
 
 // ReencryptKeys seals, with the sealer's current secrets key, every stored
@@ -104,7 +286,11 @@ func (s *Store) ReencryptKeys(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if err := updateKey(ctx, tx, s.sealKey(row.name, k), row.sealedBy); err != nil {
+		sealed, err := s.sealKey(row.name, k)
+		if err != nil {
+			return 0, err
+		}
+		if err := updateKey(ctx, tx, sealed, row.sealedBy); err != nil {
 			return 0, err
 		}
 		n++
@@ -112,8 +298,9 @@ func (s *Store) ReencryptKeys(ctx context.Context) (int, error) {
 	return n, tx.commit(ctx)
 }
 
-// keyRow is a row of oauth_keys: a key as stored, its secret sealed when
-// sealedBy names the secrets key that sealed it.
+// keyRow is a row of oauth_keys: a key as stored, its secret (the HMAC
+// key, or the PKCS #8 encoding of a private key) sealed when sealedBy
+// names the secrets key that sealed it.
 type keyRow struct {
 	name, id string
 	secret   []byte
@@ -128,28 +315,49 @@ func keyAD(name, id string) []byte {
 
 // sealKey returns the row that stores k under name: sealed with the
 // store's sealer, or in plain text without one.
-func (s *Store) sealKey(name string, k bearer.Key) keyRow {
-	row := keyRow{name: name, id: k.ID, secret: k.Secret}
-	if s.sealer != nil {
-		row.secret, row.sealedBy = s.sealer.Seal(k.Secret, keyAD(name, k.ID))
+func (s *Store) sealKey(name string, k bearer.Key) (keyRow, error) {
+	secret := k.Secret
+	if k.Private != nil {
+		der, err := x509.MarshalPKCS8PrivateKey(k.Private)
+		if err != nil {
+			return keyRow{}, fmt.Errorf("sqlstore: encode key %q: %w", name, err)
+		}
+		secret = der
 	}
-	return row
+	row := keyRow{name: name, id: k.ID, secret: secret}
+	if s.sealer != nil {
+		row.secret, row.sealedBy = s.sealer.Seal(secret, keyAD(name, k.ID))
+	}
+	return row, nil
 }
 
 // openKey returns the key that row stores, decrypted when sealed.
 func (s *Store) openKey(row keyRow) (bearer.Key, error) {
-	if row.sealedBy == "" {
-		return bearer.Key{ID: row.id, Secret: row.secret}, nil
+	secret := row.secret
+	if row.sealedBy != "" {
+		if s.sealer == nil {
+			return bearer.Key{}, fmt.Errorf("sqlstore: key %q is encrypted with secrets key %s, and the store has no secrets key: %w",
+				row.name, row.sealedBy, oauth.ErrUnknownSecretsKey)
+		}
+		var err error
+		if secret, err = s.sealer.Open(row.secret, keyAD(row.name, row.id), row.sealedBy); err != nil {
+			return bearer.Key{}, fmt.Errorf("sqlstore: key %q: %w", row.name, err)
+		}
 	}
-	if s.sealer == nil {
-		return bearer.Key{}, fmt.Errorf("sqlstore: key %q is encrypted with secrets key %s, and the store has no secrets key: %w",
-			row.name, row.sealedBy, oauth.ErrUnknownSecretsKey)
+	alg := algOfRow(row.name)
+	if alg == bearer.HS256 {
+		return bearer.Key{ID: row.id, Secret: secret}, nil
 	}
-	secret, err := s.sealer.Open(row.secret, keyAD(row.name, row.id), row.sealedBy)
+	private, err := x509.ParsePKCS8PrivateKey(secret)
 	if err != nil {
 		return bearer.Key{}, fmt.Errorf("sqlstore: key %q: %w", row.name, err)
 	}
-	return bearer.Key{ID: row.id, Secret: secret}, nil
+	signer, _ := private.(crypto.Signer)
+	k := bearer.Key{ID: row.id, Private: signer}
+	if k.Alg() != alg {
+		return bearer.Key{}, fmt.Errorf("sqlstore: key %q is not an %s key", row.name, alg)
+	}
+	return k, nil
 }
 
 // keyColumns are the columns scanKey reads, in its order.

@@ -56,6 +56,7 @@ type Store struct {
 	db      *sql.DB
 	dialect query.Dialect
 	sealer  *oauth.Sealer // encrypts the signing key at rest; nil: plain text
+	uses    *useLog       // when RecordAppUse last wrote each app's use
 }
 
 var _ oauth.Store = (*Store)(nil)
@@ -69,7 +70,7 @@ func New(db *sql.DB, d query.Dialect) *Store {
 	if d != query.Postgres && d != query.SQLite {
 		panic(fmt.Sprintf("sqlstore: unknown dialect %v", d))
 	}
-	return &Store{db: db, dialect: d}
+	return &Store{db: db, dialect: d, uses: &useLog{}}
 }
 
 // Migrate creates or updates the store's tables. It is safe to call on

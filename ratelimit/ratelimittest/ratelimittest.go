@@ -152,6 +152,157 @@ func TestLimiter(t *testing.T, newLimiter NewLimiter) {
 			assert.Equal(t, int64(racers*raceAsks-raceQuota), refused.Load(), "round %d: refused", round)
 		}
 	})
+	if _, ok := newLimiter(t, (&Clock{}).Now).(ratelimit.MultiLimiter); ok {
+		t.Run("several charges", func(t *testing.T) { testMulti(t, newLimiter) })
+	}
+}
+
+// TestMultiLimiter runs the part of the suite that a MultiLimiter must
+// pass besides TestLimiter's (which runs it too for a limiter that is
+// one): a request under several charges at once is counted under every
+// charge when each has room and under none when any refuses; the
+// figures of each charge are exact; concurrent requests admit exactly the
+// quota of the tightest charge.
+func TestMultiLimiter(t *testing.T, newLimiter NewLimiter) {
+	testMulti(t, newLimiter)
+}
+
+// The limits of the multi-charge scenarios: an organization's and, within
+// it, each app's.
+var (
+	org10 = ratelimit.Limit{Name: "rest", Quota: 10, Window: time.Minute}
+	app5  = ratelimit.Limit{Name: "rest-app", Quota: 5, Window: time.Minute}
+)
+
+// mstep is one request of a multi-charge scenario: at offset from base,
+// under charges, and the decisions it must get.
+type mstep struct {
+	at      time.Duration
+	charges []ratelimit.Charge
+	want    []ratelimit.Decision
+}
+
+// orgApp returns the charges of a request of app within org-1.
+func orgApp(app string) []ratelimit.Charge {
+	return []ratelimit.Charge{{Key: "{org-1}", Limit: org10}, {Key: "{org-1}:" + app, Limit: app5}}
+}
+
+// appBurst returns the steps of app spending its whole quota at once, the
+// organization having spent spent requests before.
+func appBurst(app string, spent int) []mstep {
+	steps := make([]mstep, app5.Quota)
+	for i := range steps {
+		k := i + 1
+		steps[i] = mstep{0, orgApp(app), []ratelimit.Decision{
+			allowed(org10.Quota-spent-k, time.Duration(spent+k)*6*time.Second),
+			allowed(app5.Quota-k, time.Duration(k)*12*time.Second),
+		}}
+	}
+	return steps
+}
+
+// multiScenarios returns the exact multi-charge scenarios of the suite.
+func multiScenarios() [][]mstep {
+	uncharged := func(remaining int, reset time.Duration) ratelimit.Decision {
+		return ratelimit.Decision{Remaining: remaining, Reset: reset}
+	}
+	apps := append(appBurst("a", 0),
+		// a is over its share: refused, and the organization not charged.
+		mstep{0, orgApp("a"), []ratelimit.Decision{uncharged(5, 30*time.Second), refused(time.Minute, 12*time.Second)}},
+		mstep{0, orgApp("a"), []ratelimit.Decision{uncharged(5, 30*time.Second), refused(time.Minute, 12*time.Second)}},
+	)
+	// b, of the same organization, is served: its share is whole.
+	apps = append(apps, appBurst("b", 5)...)
+	apps = append(apps,
+		// The organization's quota caps the sum: both refuse.
+		mstep{0, orgApp("b"), []ratelimit.Decision{refused(time.Minute, 6*time.Second), refused(time.Minute, 12*time.Second)}},
+		// c has its whole share, but the organization has none left.
+		mstep{0, orgApp("c"), []ratelimit.Decision{refused(time.Minute, 6*time.Second), uncharged(5, 0)}},
+		// One request of the organization's comes back after 6 s.
+		mstep{6 * time.Second, orgApp("c"), []ratelimit.Decision{allowed(0, time.Minute), allowed(4, 12*time.Second)}},
+		mstep{6 * time.Second, orgApp("c"), []ratelimit.Decision{refused(time.Minute, 6*time.Second), uncharged(4, 12*time.Second)}},
+	)
+	off := ratelimit.Charge{Key: "k", Limit: disabled}
+	return [][]mstep{
+		apps,
+		{ // a disabled charge takes no part
+			{0, []ratelimit.Charge{off, {Key: "k", Limit: perDay3}}, []ratelimit.Decision{{Allowed: true}, allowed(2, 8*time.Hour)}},
+			{0, []ratelimit.Charge{off}, []ratelimit.Decision{{Allowed: true}}},
+			{0, []ratelimit.Charge{}, []ratelimit.Decision{}},
+		},
+		{ // one bucket named twice is charged twice
+			{0, []ratelimit.Charge{{Key: "k", Limit: perDay3}, {Key: "k", Limit: perDay3}}, []ratelimit.Decision{allowed(2, 8*time.Hour), allowed(1, 16*time.Hour)}},
+			{0, []ratelimit.Charge{{Key: "k", Limit: perDay3}, {Key: "k", Limit: perDay3}}, []ratelimit.Decision{uncharged(1, 16*time.Hour), refused(24*time.Hour, 8*time.Hour)}},
+			{0, []ratelimit.Charge{{Key: "k", Limit: perDay3}}, []ratelimit.Decision{allowed(0, 24*time.Hour)}},
+		},
+	}
+}
+
+// testMulti runs the multi-charge part of the suite.
+func testMulti(t *testing.T, newLimiter NewLimiter) {
+	for i, sc := range multiScenarios() {
+		t.Run(fmt.Sprint("scenario ", i), func(t *testing.T) {
+			t.Parallel()
+			var clock Clock
+			l, ok := newLimiter(t, clock.Now).(ratelimit.MultiLimiter)
+			require.True(t, ok, "not a ratelimit.MultiLimiter")
+			for j, s := range sc {
+				clock.Set(s.at)
+				got := make([]ratelimit.Decision, len(s.charges))
+				require.NoError(t, l.AllowAll(t.Context(), s.charges, got), "step %d", j)
+				require.Equal(t, s.want, got, "step %d at %v", j, s.at)
+			}
+		})
+	}
+	t.Run("invalid limit", func(t *testing.T) {
+		t.Parallel()
+		var clock Clock
+		l := newLimiter(t, clock.Now).(ratelimit.MultiLimiter)
+		bad := []ratelimit.Charge{{Key: "k", Limit: perMinute10}, {Key: "k", Limit: ratelimit.Limit{Name: "bad", Quota: 5}}}
+		require.ErrorIs(t, l.AllowAll(t.Context(), bad, make([]ratelimit.Decision, 2)), ratelimit.ErrInvalidLimit)
+		// Nothing was counted.
+		got := make([]ratelimit.Decision, 1)
+		require.NoError(t, l.AllowAll(t.Context(), bad[:1], got))
+		require.Equal(t, allowed(9, 6*time.Second), got[0])
+	})
+	t.Run("concurrent requests of many apps", func(t *testing.T) {
+		t.Parallel()
+		var clock Clock
+		l := newLimiter(t, clock.Now).(ratelimit.MultiLimiter)
+		org := ratelimit.Limit{Name: "org", Quota: raceQuota, Window: time.Hour}
+		app := ratelimit.Limit{Name: "app", Quota: raceQuota / 4, Window: time.Hour}
+		var allowed, refused atomic.Int64
+		perApp := make([]atomic.Int64, 8)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range racers {
+			wg.Go(func() {
+				<-start
+				a := g % len(perApp)
+				charges := []ratelimit.Charge{{Key: "{o}", Limit: org}, {Key: fmt.Sprintf("{o}:%d", a), Limit: app}}
+				ds := make([]ratelimit.Decision, 2)
+				for range raceAsks * 2 {
+					if !assert.NoError(t, l.AllowAll(t.Context(), charges, ds)) {
+						return
+					}
+					if ds[0].Allowed {
+						allowed.Add(1)
+						perApp[a].Add(1)
+					} else {
+						refused.Add(1)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		// 8 apps of 25 could take 200: the organization's 100 caps them.
+		assert.Equal(t, int64(raceQuota), allowed.Load(), "allowed")
+		assert.Equal(t, int64(racers*raceAsks*2-raceQuota), refused.Load(), "refused")
+		for a := range perApp {
+			assert.LessOrEqual(t, perApp[a].Load(), int64(app.Quota), "app %d", a)
+		}
+	})
 }
 
 // scenarios returns the exact scenarios of the suite.

@@ -60,6 +60,18 @@ func BenchmarkRedis(b *testing.B) {
 		b.ReportMetric(float64(allow.Nanoseconds())/float64(b.N), "allow-ns/op")
 		b.ReportMetric(float64(allow)/float64(ping), "x-ping")
 	})
+	// An organization's limit and its app's, in one script.
+	b.Run("allow all, two charges", func(b *testing.B) {
+		app := ratelimit.Limit{Name: "api-app", Quota: 500, Window: time.Minute}
+		charges := []ratelimit.Charge{{Key: "{org-3}", Limit: limit}, {Key: "{org-3}:app-1", Limit: app}}
+		ds := make([]ratelimit.Decision, 2)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := l.AllowAll(ctx, charges, ds); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("parallel ping", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {

@@ -3,7 +3,9 @@
 //
 // Each decision is one atomic Lua script, one round trip (EVALSHA, with EVAL
 // when the server has not cached the script yet), running the same exact
-// GCRA as ratelimit.Memory. A key's state is one string, its theoretical
+// GCRA as ratelimit.Memory; so is each decision of a request under several
+// limits at once (AllowAll), which reads and writes all of its keys in the
+// one script. A key's state is one string, its theoretical
 // arrival time (TAT), which expires when the TAT passes: an idle key takes no
 // memory. Time is the Redis server's (TIME inside the script), so replicas
 // whose clocks disagree still agree on every limit.
@@ -62,6 +64,7 @@ type Options struct {
 type Limiter struct {
 	client redis.UniversalClient
 	script *redis.Script
+	multi  *redis.Script
 	prefix string
 	now    func() time.Time
 }
@@ -76,7 +79,7 @@ func New(client redis.UniversalClient, opts Options) *Limiter {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Limiter{client: client, script: redis.NewScript(script), prefix: prefix, now: opts.Now}
+	return &Limiter{client: client, script: redis.NewScript(script), multi: redis.NewScript(multiScript), prefix: prefix, now: opts.Now}
 }
 
 // script is one GCRA decision, the Lua twin of gcra.Rate.Take.
@@ -168,6 +171,157 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim ratelimit.Limit) (r
 		Reset:      time.Duration(reset),
 		RetryAfter: time.Duration(retry),
 	}, nil
+}
+
+var _ ratelimit.MultiLimiter = (*Limiter)(nil)
+
+// multiScript is one GCRA decision under several buckets at once, all or
+// nothing: the twin of ratelimit.Memory.AllowAll.
+//
+// KEYS are the buckets; ARGV holds, for each in turn, its emission interval
+// in whole nanoseconds and remainder, its quota and its window, then, when
+// the caller sets the clock, now in Unix seconds and nanoseconds. A bucket
+// named twice is charged twice, the second charge seeing the first. Every
+// bucket is written only when every one conforms. The reply is {all
+// conform (1 or 0)} followed, for each bucket, by {conforms, TAT before the
+// decision relative to now, its remainder, TAT after, its remainder}.
+const multiScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local n = #KEYS
+local nows, nowns
+if ARGV[4 * n + 1] then
+  nows, nowns = tonumber(ARGV[4 * n + 1]), tonumber(ARGV[4 * n + 2])
+else
+  local t = redis.call('TIME')
+  nows, nowns = tonumber(t[1]), tonumber(t[2]) * 1000
+end
+local seen, after, out, all = {}, {}, {0}, 1
+for i = 1, n do
+  local b = 4 * (i - 1)
+  local step, rem = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2])
+  local quota, window = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local k = KEYS[i]
+  local tat, frac, q = -1, 0, quota
+  local st = seen[k]
+  if st then
+    tat, frac, q = st[1], st[2], st[3]
+  else
+    local v = redis.call('GET', k)
+    if v then
+      local s, ns, f, vq = string.match(v, '^(%d+) (%d+) (%d+) (%d+)$')
+      if s then
+        tat = (tonumber(s) - nows) * 1000000000 + (tonumber(ns) - nowns)
+        frac, q = tonumber(f), tonumber(vq)
+      end
+    end
+  end
+  if q ~= quota and frac > 0 then
+    tat, frac = tat + 1, 0
+  end
+  local nt, nf = tat, frac
+  if nt < 0 then nt, nf = 0, 0 end
+  nt, nf = nt + step, nf + rem
+  if nf >= quota then nt, nf = nt + 1, nf - quota end
+  local ok = 1
+  if nt > window or (nt == window and nf > 0) then
+    ok, all, nt, nf = 0, 0, tat, frac
+  end
+  seen[k] = {nt, nf, quota}
+  after[i] = {nt, nf, quota}
+  local o = #out
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = ok, tat, frac, nt, nf
+end
+out[1] = all
+if all == 1 then
+  for i = 1, n do
+    local nt, nf, quota = after[i][1], after[i][2], after[i][3]
+    local at = nowns + nt
+    local s = nows + math.floor(at / 1000000000)
+    local ns = at % 1000000000
+    local ahead = nt
+    if nf > 0 then ahead = ahead + 1 end
+    local px = math.floor(ahead / 1000000)
+    if px * 1000000 < ahead then px = px + 1 end
+    if px < 1 then px = 1 end
+    redis.call('SET', KEYS[i], string.format('%.0f %.0f %.0f %.0f', s, ns, nf, quota), 'PX', string.format('%.0f', px))
+  end
+end
+return out
+`
+
+// AllowAll decides one request under every charge at once in one atomic
+// script, one round trip, as ratelimit.MultiLimiter prescribes: counted
+// under every charge when each has room, under none when any refuses.
+//
+// With a Redis Cluster, the keys of one call must hash to one slot: give
+// the request keys a common hash tag, e.g. "{org-1}" under one limit and
+// "{org-1}:app-7" under the other.
+func (l *Limiter) AllowAll(ctx context.Context, charges []ratelimit.Charge, ds []ratelimit.Decision) error {
+	if len(ds) < len(charges) {
+		return fmt.Errorf("redislimit: %d decisions for %d charges", len(ds), len(charges))
+	}
+	var (
+		rbuf  [4]gcra.Rate
+		kbuf  [4]string
+		rates = rbuf[:0]
+		keys  = kbuf[:0]
+		args  = make([]any, 0, 4*len(charges)+2)
+	)
+	for _, c := range charges {
+		lim := c.Limit
+		if !lim.Enabled() {
+			continue
+		}
+		if err := lim.Validate(); err != nil {
+			return err
+		}
+		if lim.Window > MaxWindow || int64(lim.Quota) > MaxQuota {
+			return fmt.Errorf("redislimit: limit %q: a window over %v or a quota over 2^52 is not supported", lim.Name, MaxWindow)
+		}
+		rate := gcra.NewRate(int64(lim.Quota), int64(lim.Window))
+		rates = append(rates, rate)
+		keys = append(keys, l.key(lim.Name, c.Key))
+		args = append(args, rate.Step, rate.Rem, rate.Quota, rate.Window)
+	}
+	if len(keys) == 0 {
+		for i := range charges {
+			ds[i] = ratelimit.Decision{Allowed: true}
+		}
+		return nil
+	}
+	if l.now != nil {
+		now := l.now()
+		args = append(args, now.Unix(), now.Nanosecond())
+	}
+	reply, err := l.multi.Run(ctx, l.client, keys, args...).Int64Slice()
+	if err != nil {
+		return fmt.Errorf("redislimit: %w", err)
+	}
+	if len(reply) != 1+5*len(keys) {
+		return errors.New("redislimit: unexpected reply from the script")
+	}
+	all := reply[0] == 1
+	j := 0
+	for i, c := range charges {
+		if !c.Limit.Enabled() {
+			ds[i] = ratelimit.Decision{Allowed: all}
+			continue
+		}
+		rate, r := rates[j], reply[1+5*j:1+5*j+5]
+		j++
+		before := gcra.Instant{Ns: r[1], Frac: r[2]}
+		switch {
+		case all:
+			remaining, reset, _ := rate.Outcome(gcra.Instant{Ns: r[3], Frac: r[4]}, 0, true)
+			ds[i] = ratelimit.Decision{Allowed: true, Remaining: int(remaining), Reset: time.Duration(reset)}
+		case r[0] == 0:
+			_, reset, retry := rate.Outcome(before, 0, false)
+			ds[i] = ratelimit.Decision{Reset: time.Duration(reset), RetryAfter: time.Duration(retry)}
+		default: // room, but another charge refused: its figures as they are
+			ds[i] = ratelimit.Decision{Remaining: int(rate.Remaining(before, 0)), Reset: time.Duration(rate.Reset(before, 0))}
+		}
+	}
+	return nil
 }
 
 // key returns the Redis key of a request's key under a limit name.

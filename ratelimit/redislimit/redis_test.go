@@ -375,3 +375,75 @@ func TestMatchesMemory(t *testing.T) {
 // TestMain runs the tests with testdb.Main, which says how many skipped for want of
 // PostgreSQL or Redis.
 func TestMain(m *testing.M) { testdb.Main(m) }
+
+// countingHook counts the commands and pipelines a client sends: each is
+// one round trip.
+type countingHook struct{ trips atomic.Int64 }
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.trips.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.trips.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestPoliciesOneRoundTrip runs the middleware with an organization's
+// limit and an app's beside it over Redis: one app spending its share
+// leaves another served, the organization's quota caps the sum, both
+// policies are in the headers, and each request is one round trip.
+func TestPoliciesOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	client, prefix := newClient(t)
+	hook := &countingHook{}
+	client.AddHook(hook)
+	limiter := redislimit.New(client, redislimit.Options{Prefix: prefix})
+	// The script is loaded once (EVALSHA, NOSCRIPT, EVAL); then every
+	// decision is one EVALSHA.
+	require.NoError(t, limiter.AllowAll(t.Context(), []ratelimit.Charge{{Key: "warm", Limit: ratelimit.Limit{Name: "w", Quota: 1, Window: time.Minute}}, {Key: "warm", Limit: ratelimit.Limit{Name: "w2", Quota: 1, Window: time.Minute}}}, make([]ratelimit.Decision, 2)))
+
+	h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: limiter,
+		Limit:   ratelimit.Limit{Name: "rest", Quota: 5, Window: time.Hour},
+		Key:     func(r *http.Request) (string, bool) { return "{org}", true },
+		Policies: []ratelimit.Policy{{
+			Limit: ratelimit.Limit{Name: "rest-app", Quota: 3, Window: time.Hour},
+			Key: func(r *http.Request) (string, bool) {
+				return "{org}:" + r.Header.Get("X-App"), true
+			},
+		}},
+	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+
+	const both = `"rest";q=5;w=3600, "rest-app";q=3;w=3600`
+	steps := []struct {
+		app    string
+		status int
+		name   string // of the policy in RateLimit
+	}{
+		{"a", 200, "rest-app"}, {"a", 200, "rest-app"}, {"a", 200, "rest-app"},
+		{"a", 429, "rest-app"}, // a has spent its share
+		{"b", 200, "rest"},     // b is served; the organization has one left
+		{"b", 200, "rest"},     // the organization has spent 5
+		{"b", 429, "rest"},     // and caps the sum
+		{"c", 429, "rest"},
+	}
+	for i, s := range steps {
+		before := hook.trips.Load()
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-App", s.app)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		assert.Equal(t, s.status, rec.Code, "step %d", i)
+		assert.Equal(t, both, rec.Header().Get("RateLimit-Policy"), "step %d", i)
+		assert.Contains(t, rec.Header().Get("RateLimit"), `"`+s.name+`";`, "step %d", i)
+		assert.Equal(t, int64(1), hook.trips.Load()-before, "step %d: round trips", i)
+	}
+}

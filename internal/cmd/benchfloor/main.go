@@ -88,6 +88,8 @@ type config struct {
 	PageArgs    []any  `json:"page_args"`
 	Limit       int64  `json:"limit"`
 	Offset      int64  `json:"offset"`
+	// OrganizationID is the organization of the accounts created.
+	OrganizationID string `json:"organization_id"`
 }
 
 // Lifetime of the access tokens, as the waybill server's default.
@@ -157,6 +159,7 @@ func run(path string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/{scopeId}/quotations", f.list)
 	mux.HandleFunc("POST /auth/v1/oauth/token", f.token)
+	mux.HandleFunc("POST /v1/{scopeId}/accounts", f.createAccount)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -304,6 +307,48 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, listResponse{Data: data, Pagination: page, Version: "v1"})
 }
 
+// account is one account, as the waybill server writes it.
+type account struct {
+	ID             string  `json:"id"`
+	CompanyName    string  `json:"company_name"`
+	Email          *string `json:"email"`
+	Phone          *string `json:"phone"`
+	AccountType    string  `json:"account_type"`
+	Status         string  `json:"status"`
+	Comment        *string `json:"comment"`
+	CreatedAt      string  `json:"created_at"`
+	UpdatedAt      string  `json:"updated_at"`
+	OrganizationID string  `json:"organization_id"`
+	BranchID       string  `json:"branch_id"`
+}
+
+// createAccount answers POST /v1/{branch}/accounts with the bare insert
+// of the account: no token check, no outbox, no hooks.
+func (f *floor) createAccount(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		CompanyName string `json:"company_name"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&in); err != nil || in.CompanyName == "" {
+		fail(w, http.StatusBadRequest, "invalid_create", nil)
+		return
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	var a account
+	var created, updated time.Time
+	err := f.pool.QueryRow(r.Context(), `INSERT INTO accounts (id, organization_id, branch_id, created_at, updated_at, company_name, account_type, status)
+		VALUES ($1, $2, $3, $4, $4, $5, 'customer', 'active')
+		RETURNING id, company_name, email, phone, account_type, status, comment, created_at, updated_at, organization_id, branch_id`,
+		uuid.Must(uuid.NewV7()).String(), f.cfg.OrganizationID, r.PathValue("scopeId"), now, in.CompanyName).
+		Scan(&a.ID, &a.CompanyName, &a.Email, &a.Phone, &a.AccountType, &a.Status, &a.Comment, &created, &updated, &a.OrganizationID, &a.BranchID)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "server_error", err)
+		return
+	}
+	a.CreatedAt, a.UpdatedAt = created.UTC().Format(timestampLayout), updated.UTC().Format(timestampLayout)
+	w.Header().Set("Location", r.URL.Path+"/"+a.ID)
+	writeJSON(w, http.StatusCreated, map[string]any{"data": a, "version": "v1"})
+}
+
 // claims are the claims of a client-credentials token of the waybill
 // server, in the same order.
 type claims struct {
@@ -320,6 +365,8 @@ type claims struct {
 	BranchIDs      []string `json:"oauth_branch_ids"`
 	AppName        string   `json:"oauth_app_name"`
 	Grant          string   `json:"oauth_grant_type"`
+	RFCClientID    string   `json:"client_id"`
+	Scope          string   `json:"scope"`
 }
 
 // The jwt.Claims methods; signing uses none of them.
@@ -393,10 +440,12 @@ func (f *floor) token(w http.ResponseWriter, r *http.Request) {
 	if c.BranchIDs == nil {
 		c.BranchIDs = []string{}
 	}
+	c.RFCClientID, c.Scope = c.ClientID, strings.Join(c.Scopes, " ")
 	now := time.Now()
 	c.IssuedAt, c.ExpiresAt = now.Unix(), now.Add(accessTokenTTL).Unix()
 	t := jwt.NewWithClaims(jwt.SigningMethodHS256, c)
 	t.Header["kid"] = f.kid
+	t.Header["typ"] = "at+jwt" // RFC 9068, as the waybill server types its access tokens
 	signed, err := t.SignedString(f.secret)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "server_error", err)

@@ -1,0 +1,307 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	sq "github.com/Masterminds/squirrel"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// The page sizes of the feed.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// ReadScope is the scope the feed asks besides the read scope of each
+// event's resource.
+const ReadScope = "svc:events:read"
+
+// scanWindow bounds the events one request of the feed looks at, however
+// few of them the token may see: a page ends after at most this many
+// sequence numbers, with a next_cursor past them.
+const scanWindow = 10000
+
+// Feed serves the change feed of the events an Outbox kept:
+//
+//	GET {prefix}/{scopeId}/events?after=<cursor>&types=<types>&limit=<n>
+//
+// It answers {"data": [CloudEvent, ...], "next_cursor": "<cursor>",
+// "version": "v1"}, the events in commit order. {scopeId} is the token's
+// organization (every branch the token may use) or one of its branches
+// (that branch and the organization-wide records). A token sees an event
+// only when it has ReadScope and the read scope of the event's resource,
+// and may use the record's branch; events of organization-wide records are
+// seen from every branch.
+//
+// next_cursor is always a string: the place to go on from, also on an
+// empty page, so that a consumer follows it and polls. Following it never
+// misses an event, also while many writers commit at once: events are
+// numbered only once they have committed, one after the other (see
+// Sequence), and the feed numbers what waits before it reads. Without after,
+// the feed starts at the oldest event it keeps. A cursor belongs to its
+// organization, for its organization and branch paths alike; one older than
+// what Purge kept gets 410 cursor_expired (start again from the lists), and
+// one the feed never gave 400 invalid_request.
+//
+// types takes comma-separated event types, a record's types with a
+// trailing "*" ("quotation.*"), or "*"; an unknown one is 400.
+type Feed struct {
+	// DB and Dialect are the database of the events.
+	DB      *sql.DB
+	Dialect query.Dialect
+	// Verifier checks bearer tokens, Branches resolves branch paths.
+	Verifier tenancy.Verifier
+	Branches tenancy.Branches
+	// Resources are the resources whose events the feed serves: those of
+	// the registry whose Outbox keeps them.
+	Resources []*resource.Resource
+	// Prefixes are the path prefixes to mount under; nil means /v1 and
+	// /api/v1.
+	Prefixes []string
+	// Middleware wraps the route after tenancy resolved the tenant, e.g.
+	// rate limiting; nil means none.
+	Middleware func(http.Handler) http.Handler
+	// Logger receives the requests the feed failed to serve; nil means
+	// slog.Default.
+	Logger *slog.Logger
+	// Realm is the realm of WWW-Authenticate challenges; "" means none.
+	Realm string
+	// ResourceMetadata is the URL of the API's protected resource
+	// metadata (RFC 9728), given in the resource_metadata parameter of
+	// the Bearer challenges; "" means none.
+	ResourceMetadata string
+}
+
+// Mount registers the feed on mux under every prefix.
+func (f *Feed) Mount(mux *http.ServeMux) {
+	mw := tenancy.Middleware(tenancy.Options{
+		Verifier: f.Verifier, Branches: f.Branches, ScopeType: tenancy.OrganizationOrBranch,
+		Scope: func(*http.Request) string { return ReadScope }, Logger: f.Logger, Realm: f.Realm,
+		ResourceMetadata: f.ResourceMetadata,
+	})
+	var h http.Handler = http.HandlerFunc(f.serve)
+	if f.Middleware != nil {
+		h = f.Middleware(h)
+	}
+	h = mw(h)
+	notAllowed := apierrors.MethodNotAllowed("GET", "HEAD")
+	prefixes := f.Prefixes
+	if prefixes == nil {
+		prefixes = []string{"/v1", "/api/v1"}
+	}
+	for _, p := range prefixes {
+		mux.Handle("GET "+p+"/{scopeId}/events", h)
+		mux.HandleFunc(p+"/{scopeId}/events", func(w http.ResponseWriter, r *http.Request) { f.errors().Write(w, r, notAllowed) })
+	}
+}
+
+func (f *Feed) errors() apierrors.Writer {
+	return apierrors.Writer{Logger: f.Logger, Realm: f.Realm, ResourceMetadata: f.ResourceMetadata}
+}
+
+// feedQuery is what a request of the feed asks.
+type feedQuery struct {
+	after    int64
+	hasAfter bool
+	limit    int
+	types    []string // whole types
+	prefixes []string // the resources of "x.*" patterns
+	all      bool     // "*", or no types
+}
+
+func (f *Feed) parse(raw string) (*feedQuery, error) {
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, apierrors.InvalidRequest("the query string is malformed")
+	}
+	q := &feedQuery{limit: DefaultLimit, all: true}
+	for name, vs := range values {
+		if len(vs) != 1 {
+			return nil, apierrors.InvalidRequest("%s: give it once", name)
+		}
+		v := vs[0]
+		switch name {
+		case "after":
+			if v == "" {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 || strconv.FormatInt(n, 10) != v {
+				return nil, apierrors.InvalidRequest("after: not a cursor of this feed")
+			}
+			q.after, q.hasAfter = n, true
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxLimit {
+				return nil, apierrors.InvalidRequest("limit: an integer from 1 to %d", MaxLimit)
+			}
+			q.limit = n
+		case "types":
+			if err := f.parseTypes(q, v); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, apierrors.InvalidRequest("unknown parameter %q; the feed takes after, types and limit", name)
+		}
+	}
+	return q, nil
+}
+
+func (f *Feed) parseTypes(q *feedQuery, v string) error {
+	names := make([]string, len(f.Resources))
+	for i, r := range f.Resources {
+		names[i] = r.Name
+	}
+	q.all = false
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		p, ok := ParsePattern(s, names)
+		if !ok {
+			return apierrors.InvalidRequest("types: %q is not an event type (such as %s, or %s.* for all of its types)", s, Type(names[0], Created), TypeName(names[0]))
+		}
+		switch prefix, wildcard := strings.CutSuffix(string(p), "*"); {
+		case p == "*":
+			q.all = true
+		case wildcard:
+			q.prefixes = append(q.prefixes, strings.TrimSuffix(prefix, "."))
+		default:
+			q.types = append(q.types, string(p))
+		}
+	}
+	return nil
+}
+
+// visible returns the condition on events that keeps those of q's types
+// that the tenant may see; ok is false when it may see none.
+func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool) {
+	var readable []string
+	for _, r := range f.Resources {
+		if t.HasScope(r.ReadScope()) && (q.all || slices.Contains(q.prefixes, TypeName(r.Name)) || slices.ContainsFunc(q.types, func(typ string) bool { return strings.HasPrefix(typ, TypeName(r.Name)+".") })) {
+			readable = append(readable, r.Name)
+		}
+	}
+	if len(readable) == 0 {
+		return nil, false
+	}
+	and := sq.And{sq.Eq{"resource": readable}}
+	if !q.all {
+		// A record's whole types, or every type of a record: both name the
+		// resource, so the second is a condition on the resource.
+		var resources []string
+		for _, r := range f.Resources {
+			if slices.Contains(q.prefixes, TypeName(r.Name)) {
+				resources = append(resources, r.Name)
+			}
+		}
+		and = append(and, sq.Or{sq.Eq{"type": q.types}, sq.Eq{"resource": resources}})
+	}
+	switch {
+	case t.BranchID != "":
+		and = append(and, sq.Or{sq.Eq{"branch_id": nil}, sq.Eq{"branch_id": t.BranchID}})
+	case t.Claims.ClientCredentials():
+		and = append(and, sq.Or{sq.Eq{"branch_id": nil}, sq.Eq{"branch_id": t.Claims.BranchIDs}})
+	}
+	return and, true
+}
+
+func (f *Feed) serve(w http.ResponseWriter, r *http.Request) {
+	t, _ := tenancy.FromContext(r.Context())
+	q, err := f.parse(r.URL.RawQuery)
+	if err != nil {
+		f.errors().Write(w, r, err)
+		return
+	}
+	page, next, err := f.page(r.Context(), t, q)
+	if err != nil {
+		f.errors().Write(w, r, err)
+		return
+	}
+	buf := make([]byte, 0, 64+len(page)*768)
+	buf = append(buf, `{"data":[`...)
+	for i, e := range page {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, e.Body...)
+	}
+	buf = append(buf, `],"next_cursor":"`...)
+	buf = strconv.AppendInt(buf, next, 10)
+	buf = append(buf, `","version":"`+resource.Version+`"}`+"\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	_, _ = w.Write(buf)
+}
+
+// page reads the page q asks of the tenant's feed and returns it with the
+// cursor after it.
+func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]Stored, int64, error) {
+	if _, err := Sequence(ctx, f.DB, f.Dialect); err != nil {
+		return nil, 0, apierrors.Internal(err)
+	}
+	head, purged, err := Head(ctx, f.DB, f.Dialect, t.OrganizationID)
+	if err != nil {
+		return nil, 0, apierrors.Internal(err)
+	}
+	after := q.after
+	switch {
+	case !q.hasAfter:
+		after = purged
+	case after < purged:
+		return nil, 0, apierrors.CursorExpired("the cursor is older than the events this feed keeps; read the current state from the lists and follow the feed from a new cursor")
+	case after > head:
+		return nil, 0, apierrors.InvalidRequest("after: not a cursor of this organization's feed")
+	}
+	through := min(head, after+scanWindow)
+	if through == after {
+		return nil, after, nil
+	}
+	cond, ok := f.visible(t, q)
+	if !ok {
+		return nil, through, nil
+	}
+	page, err := f.read(ctx, sq.And{sq.Eq{"organization_id": t.OrganizationID}, cond}, after, through, q.limit)
+	if err != nil {
+		return nil, 0, apierrors.Internal(err)
+	}
+	if len(page) == q.limit {
+		return page, page[len(page)-1].Seq, nil
+	}
+	return page, through, nil
+}
+
+// read returns the seq and body of up to limit events that match where,
+// with after < seq <= through, in seq order: what a page shows.
+func (f *Feed) read(ctx context.Context, where sq.Sqlizer, after, through int64, limit int) ([]Stored, error) {
+	text, args, err := f.Dialect.SQL(sq.Select("seq", "body").From(eventsTable).
+		Where(where).Where("seq > ? AND seq <= ?", after, through).OrderBy("seq").Limit(uint64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := f.DB.QueryContext(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]Stored, 0, limit)
+	for rows.Next() {
+		var e Stored
+		if err := rows.Scan(&e.Seq, &e.Body); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,184 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+)
+
+// Outbox keeps every write of a resource registry as CloudEvents in the
+// events table, in the write's transaction: set it as the registry's
+// Outbox (resource.Registry.Outbox). A write gives one event, of type
+// "<record>.created", "<record>.updated" or "<record>.deleted"; an update
+// that moves the resource's status field (resource.StatusFlow) gives a
+// second, "<record>.status_changed", right after the first.
+//
+// On PostgreSQL an event is inserted unnumbered, one statement at the end
+// of the write's transaction, and writers never wait for each other:
+// Sequence numbers the committed events afterwards (the feed and the
+// webhook dispatcher call it before they read). On SQLite, which has one
+// writer, the event takes its number as it is inserted.
+type Outbox struct {
+	// Dialect is the database's dialect.
+	Dialect query.Dialect
+}
+
+// Append records c in tx. It implements resource.Outbox.
+func (o *Outbox) Append(ctx context.Context, tx *sql.Tx, c *resource.Change) error {
+	evs := []*event{newEvent(c, c.Operation.String())}
+	if c.Status != nil {
+		evs = append(evs, newEvent(c, StatusChanged))
+	}
+	var err error
+	if o.Dialect == query.Postgres {
+		err = appendPostgres(ctx, tx, c, evs)
+	} else {
+		err = appendSQLite(ctx, tx, o.Dialect, c, evs)
+	}
+	if err != nil {
+		return fmt.Errorf("events: append: %w", err)
+	}
+	return nil
+}
+
+// event is one event to insert.
+type event struct {
+	id, typ string
+	body    []byte
+}
+
+// newEvent returns the event of c with change as its type's change.
+func newEvent(c *resource.Change, change string) *event {
+	e := &event{id: uuid.Must(uuid.NewV7()).String(), typ: Type(c.Resource.Name, change)}
+	e.body = appendBody(make([]byte, 0, 512+len(c.Record)), e, c, change)
+	return e
+}
+
+// appendBody appends the CloudEvent JSON of e.
+func appendBody(b []byte, e *event, c *resource.Change, change string) []byte {
+	b = append(b, `{"specversion":"1.0","id":`...)
+	b = appendString(b, e.id)
+	b = append(b, `,"source":`...)
+	b = appendString(b, c.Path)
+	b = append(b, `,"type":`...)
+	b = appendString(b, e.typ)
+	b = append(b, `,"subject":`...)
+	b = appendString(b, c.ID)
+	b = append(b, `,"time":`...)
+	b = appendString(b, c.Time.UTC().Format(time.RFC3339Nano))
+	b = append(b, `,"datacontenttype":"application/json","organizationid":`...)
+	b = appendString(b, c.Tenant.OrganizationID)
+	if c.BranchID != "" {
+		b = append(b, `,"branchid":`...)
+		b = appendString(b, c.BranchID)
+	}
+	if claims := c.Tenant.Claims; claims != nil {
+		if claims.ClientID != "" {
+			b = append(b, `,"clientid":`...)
+			b = appendString(b, claims.ClientID)
+		}
+		if !claims.ClientCredentials() && claims.Subject != "" {
+			b = append(b, `,"userid":`...)
+			b = appendString(b, claims.Subject)
+		}
+	}
+	b = append(b, `,"data":{"record":`...)
+	if c.Operation == resource.Deleted {
+		b = append(b, `{"id":`...)
+		b = appendString(b, c.ID)
+		b = append(b, '}')
+	} else {
+		b = append(b, c.Record...)
+	}
+	b = append(b, `,"changed":[`...)
+	for i, f := range c.Changed {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, f)
+	}
+	b = append(b, ']')
+	if change == StatusChanged {
+		b = append(b, `,"status":{"field":`...)
+		b = appendString(b, c.Status.Field)
+		b = append(b, `,"from":`...)
+		b = appendString(b, c.Status.From)
+		b = append(b, `,"to":`...)
+		b = appendString(b, c.Status.To)
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
+}
+
+// appendString appends s as a JSON string. Ids, paths and names, which
+// need no escape, are copied as they are; anything else goes through
+// encoding/json.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// branch returns the branch of c for the branch_id column.
+func branch(c *resource.Change) any {
+	if c.BranchID == "" {
+		return nil
+	}
+	return c.BranchID
+}
+
+// appendPostgres inserts evs, unnumbered: Sequence numbers them once
+// they have committed, so that writers never wait for each other.
+func appendPostgres(ctx context.Context, tx *sql.Tx, c *resource.Change, evs []*event) error {
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO ` + eventsTable + ` (organization_id, id, type, resource, branch_id, record_id, time, body) VALUES `)
+	args := []any{c.Tenant.OrganizationID, c.Resource.Name, branch(c), c.ID, c.Time.UTC()}
+	for i, e := range evs {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		p := len(args)
+		fmt.Fprintf(&sb, "($1, $%d, $%d, $2, $3, $4, $5, $%d)", p+1, p+2, p+3)
+		args = append(args, e.id, e.typ, string(e.body))
+	}
+	_, err := tx.ExecContext(ctx, sb.String(), args...)
+	return err
+}
+
+// appendSQLite numbers evs and inserts them: SQLite has one writer, so
+// the order of writes is the order of commits.
+func appendSQLite(ctx context.Context, tx *sql.Tx, d query.Dialect, c *resource.Change, evs []*event) error {
+	var last int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO `+headsTable+` (organization_id, seq) VALUES (?, ?)
+ON CONFLICT (organization_id) DO UPDATE SET seq = seq + excluded.seq RETURNING seq`, c.Tenant.OrganizationID, len(evs)).Scan(&last)
+	if err != nil {
+		return err
+	}
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO ` + eventsTable + ` (organization_id, seq, id, type, resource, branch_id, record_id, time, body) VALUES `)
+	var args []any
+	for i, e := range evs {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		seq := last - int64(len(evs)-1-i)
+		args = append(args, c.Tenant.OrganizationID, seq, e.id, e.typ, c.Resource.Name, branch(c), c.ID, d.Timestamp(c.Time), string(e.body))
+	}
+	_, err = tx.ExecContext(ctx, sb.String(), args...)
+	return err
+}

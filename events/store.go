@@ -1,0 +1,170 @@
+package events
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+
+	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// The tables of the outbox.
+const (
+	eventsTable = "waybill_events"
+	headsTable  = "waybill_event_heads"
+)
+
+// Migrate creates the tables of the events in db (it records its versions
+// in the table waybill_events_migrations). Call it at start-up, before the
+// first write through a registry whose Outbox is an Outbox.
+func Migrate(ctx context.Context, db *sql.DB, d query.Dialect) error {
+	if _, err := migrate.Apply(ctx, db, d, migrations, "migrations/"+d.String(), "waybill_events_migrations"); err != nil {
+		return fmt.Errorf("events: migrate: %w", err)
+	}
+	return nil
+}
+
+// Querier runs statements: a *sql.DB, a *sql.Tx or a *sql.Conn.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Stored is an event as the outbox keeps it.
+type Stored struct {
+	// Seq is the event's place in its organization's sequence: 1, 2, 3,
+	// ... in commit order, without holes.
+	Seq int64
+	// ID is the CloudEvent id, a UUID.
+	ID string
+	// Type is the event type ("quotation.created").
+	Type string
+	// Resource is the name of the record's resource ("quotations").
+	Resource string
+	// BranchID is the record's branch, "" for an organization-wide record.
+	BranchID string
+	// RecordID is the record's id.
+	RecordID string
+	// Time is when the write happened.
+	Time time.Time
+	// Body is the CloudEvent JSON.
+	Body []byte
+}
+
+// Head returns the seq of the last event of the organization that has
+// committed and what retention removed: every event with seq up to seq has
+// committed (or is being committed by a transaction that will have when
+// Head's statement sees it), and those up to purgedThrough are gone. An
+// organization without events has 0, 0.
+func Head(ctx context.Context, q Querier, d query.Dialect, org string) (seq, purgedThrough int64, err error) {
+	text, args, err := d.SQL(sq.Select("seq", "purged_through").From(headsTable).Where("organization_id = ?", org))
+	if err != nil {
+		return 0, 0, err
+	}
+	err = q.QueryRowContext(ctx, text, args...).Scan(&seq, &purgedThrough)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("events: head: %w", err)
+	}
+	return seq, purgedThrough, nil
+}
+
+// Read returns up to limit events of the organization with after < seq <=
+// through, in seq order. Read after Head with through at most the head, it
+// sees every such event (see Head).
+func Read(ctx context.Context, q Querier, d query.Dialect, org string, after, through int64, limit int) ([]Stored, error) {
+	b := sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(eventsTable).
+		Where("organization_id = ? AND seq > ? AND seq <= ?", org, after, through).OrderBy("seq").Limit(uint64(limit))
+	text, args, err := d.SQL(b)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, text, args...)
+	if err != nil {
+		return nil, fmt.Errorf("events: read: %w", err)
+	}
+	defer rows.Close()
+	var out []Stored
+	for rows.Next() {
+		var (
+			e      Stored
+			branch sql.NullString
+			at     any
+			body   string
+		)
+		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Resource, &branch, &e.RecordID, &at, &body); err != nil {
+			return nil, fmt.Errorf("events: read: %w", err)
+		}
+		if e.Time, err = query.ScanTimestamp(at); err != nil {
+			return nil, fmt.Errorf("events: read: %w", err)
+		}
+		e.BranchID, e.Body = branch.String, []byte(body)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("events: read: %w", err)
+	}
+	return out, nil
+}
+
+// Purge removes the events that happened before before, of every
+// organization, and returns how many it removed. A feed cursor from before
+// what Purge removed gets 410 cursor_expired.
+func Purge(ctx context.Context, db *sql.DB, d query.Dialect, before time.Time) (int64, error) {
+	// Number what is waiting first, all of it: a number is the only way an
+	// event goes.
+	for {
+		n, err := Sequence(ctx, db, d)
+		if err != nil {
+			return 0, err
+		}
+		if n < SequenceBatch {
+			break
+		}
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("events: purge: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	cutoff := d.Timestamp(before)
+	// Record what goes before it goes: a head's purged_through only grows.
+	last := sq.Select("max(seq)").From(eventsTable + " e").Where("e.organization_id = " + headsTable + ".organization_id AND e.time < ?")
+	lastSQL, _, err := last.ToSql()
+	if err != nil {
+		return 0, err
+	}
+	text, args, err := d.SQL(sq.Update(headsTable).
+		Set("purged_through", sq.Expr("coalesce(("+lastSQL+"), purged_through)", cutoff)).
+		Where(sq.Expr("EXISTS (SELECT 1 FROM "+eventsTable+" e WHERE e.organization_id = "+headsTable+".organization_id AND e.time < ?)", cutoff)))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, text, args...); err != nil {
+		return 0, fmt.Errorf("events: purge: %w", err)
+	}
+	text, args, err = d.SQL(sq.Delete(eventsTable).Where("seq <= (SELECT purged_through FROM " + headsTable + " h WHERE h.organization_id = " + eventsTable + ".organization_id)"))
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, text, args...)
+	if err != nil {
+		return 0, fmt.Errorf("events: purge: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/webhook"
+)
+
+// defaultEventRetention is the default of --event-retention: how long the
+// change feed keeps events.
+const defaultEventRetention = 7 * 24 * time.Hour
+
+// newFeed returns the change feed of api's resources, on api's database,
+// behind its tokens and middleware.
+func newFeed(api *resource.Registry, logger *slog.Logger) *events.Feed {
+	return &events.Feed{
+		DB: api.DB, Dialect: api.Dialect, Verifier: api.Verifier, Branches: api.Branches,
+		Resources: api.Resources(), Middleware: api.Middleware, Logger: logger, Realm: realm,
+		ResourceMetadata: api.ResourceMetadata,
+	}
+}
+
+// apiPurge is what the purge deletes of the API: the expired idempotency
+// keys of api, and the events and ended webhook deliveries older than
+// retention.
+type apiPurge struct {
+	api       *resource.Registry
+	retention time.Duration
+}
+
+// PurgeIdempotencyKeys deletes the expired idempotency keys.
+func (p apiPurge) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
+	return p.api.PurgeIdempotencyKeys(ctx)
+}
+
+// PurgeEvents deletes the events older than the retention.
+func (p apiPurge) PurgeEvents(ctx context.Context) (int64, error) {
+	return events.Purge(ctx, p.api.DB, p.api.Dialect, time.Now().Add(-p.retention))
+}
+
+// PurgeDeliveries deletes the webhook deliveries that ended before the
+// retention, with their attempts.
+func (p apiPurge) PurgeDeliveries(ctx context.Context) (int64, error) {
+	return webhook.PurgeDeliveries(ctx, p.api.DB, p.api.Dialect, time.Now().Add(-p.retention))
+}

@@ -1,0 +1,317 @@
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// The scopes of the endpoints API: read for GET (and HEAD), write for
+// every other method. Write does not imply read.
+const (
+	ScopeRead  = "svc:webhooks:read"
+	ScopeWrite = "svc:webhooks:write"
+)
+
+// DefaultMaxEndpoints is how many endpoints an organization may have when
+// API.MaxEndpoints is zero.
+const DefaultMaxEndpoints = 50
+
+// MaxBodyBytes is the largest request body the endpoints API accepts:
+// 64 KiB; a larger one is answered 413.
+const MaxBodyBytes = 64 << 10
+
+// MaxEventTypes is how many event types one endpoint may list.
+const MaxEventTypes = 50
+
+// The limits of a page of deliveries.
+const (
+	defaultDeliveryLimit = 50
+	maxDeliveryLimit     = 100
+	maxEndpointLimit     = 100
+)
+
+// apiVersion is the version every envelope carries, as the resource API's.
+const apiVersion = resource.Version
+
+// API serves the webhook endpoints of organizations: an organization
+// registers the URLs the dispatcher delivers its events to, the event
+// types each gets and, optionally, the branches, and lists the deliveries
+// of each endpoint and sends one again. DB, Dialect, Verifier, Branches and
+// Resources are required; the rest have useful zero values. Mount serves
+// it:
+//
+//	POST   {prefix}/{organizationId}/webhook_endpoints                 create (201, the secret shown once)
+//	GET    {prefix}/{organizationId}/webhook_endpoints                 list
+//	GET    {prefix}/{organizationId}/webhook_endpoints/{id}            get
+//	PATCH  {prefix}/{organizationId}/webhook_endpoints/{id}            update
+//	DELETE {prefix}/{organizationId}/webhook_endpoints/{id}            delete (200 with the endpoint)
+//	GET    {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries list deliveries, newest first
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver (202)
+//
+// Every route takes an OAuth access token of the organization in the path
+// (tenancy.Middleware with tenancy.Organization): ScopeRead for GET and
+// HEAD, ScopeWrite for the rest. Another organization's id in the path, an
+// id that is not a UUID, and an endpoint or delivery of another
+// organization are all 404 not_found. Other methods get 405 with Allow.
+//
+// # Bodies
+//
+// POST takes {"url", "event_types", "branch_ids"}, PATCH any of "url",
+// "event_types", "branch_ids" and "status" ("enabled" or "disabled";
+// enabling clears disabled_reason). A body is one JSON object of
+// application/json, at most MaxBodyBytes (else 413); a member the route
+// does not take, or a value of the wrong type, is 400 invalid_create (POST)
+// or invalid_update (PATCH); JSON that does not parse, or that names a
+// member twice, is 400 invalid_request. An endpoint answers as
+//
+//	{"id", "url", "event_types", "branch_ids" (null: every branch), "status",
+//	 "disabled_reason" (null while enabled), "created_at", "updated_at"}
+//
+// and the answer of POST alone adds "secret": the signing secret
+// ("whsec_..."), which no other answer and no log line ever shows again.
+//
+// # Rules
+//
+//   - url: at most 2048 characters, and Guard.CheckURL must accept it: an
+//     absolute http or https URL whose host is not, and does not resolve
+//     to, a loopback, private, link-local or otherwise non-public address
+//     (unless Guard.AllowPrivate). A refusal is 400 with the Guard's
+//     words.
+//   - event_types: 1 to MaxEventTypes patterns, each an event type of one
+//     of Resources ("quotation.created"), all the types of one
+//     ("quotation.*"), or every type ("*"); anything else is 400 naming
+//     it. They are stored as a JSON array, duplicates dropped.
+//   - The token must be able to read what it subscribes to: a pattern that
+//     names a resource needs that resource's read scope, "*" at least one
+//     resource's; else 403 insufficient_scope naming the scope.
+//   - branch_ids: optional (absent or null: every branch); when given, a
+//     non-empty list of branches of the organization (else 400). A
+//     client-credentials token may name only its own branches, and one
+//     that does not cover every branch of the organization must give
+//     branch_ids (both 403 insufficient_scope).
+//   - Such a token (of an app limited to some branches) sees and manages
+//     only the endpoints limited to branches among its own: another
+//     endpoint, whatever app registered it, is 404 to it on every route and
+//     left out of its list, so that it can neither read where another
+//     branch's events go nor redirect, re-grant or delete them.
+//   - The grant: on POST, and on every PATCH that sets event_types or
+//     branch_ids, the endpoint records what the token may read — the
+//     names of the resources whose read scope it has (grant_resources),
+//     and, for a client-credentials token, its branches (grant_branches;
+//     NULL, every branch, for an authorization-code token). The dispatcher
+//     delivers only events the grant allows, so ScopeWrite never lets a
+//     token see, through an endpoint, what it could not read itself.
+//   - An endpoint gets only the events committed after it was created: it
+//     starts at the organization's event head (after_seq).
+//   - The secret is webhook.NewSecret(), sealed with Sealer (the endpoint
+//     id as additional data, secret_key_id the key's id) when Sealer is
+//     set; without a Sealer it is stored in clear (with an empty secret_key_id).
+//   - An organization has at most MaxEndpoints endpoints: a POST beyond is
+//     409 conflict (counted under a lock, so concurrent POSTs cannot pass
+//     it together).
+//   - In the table, event_types, branch_ids, grant_resources and
+//     grant_branches are JSON arrays of strings; branch_ids and
+//     grant_branches are NULL for every branch.
+//
+// # Deliveries
+//
+// GET .../{id}/deliveries lists the endpoint's deliveries newest first:
+//
+//	{"data": [{"id", "event_id", "event_type" (null once retention removed the event),
+//	  "status" (pending, delivered, failed), "attempts": [{"at", "status_code" (null: no answer),
+//	  "error" (null on success), "duration_ms"}], "next_attempt_at" (null unless pending),
+//	  "created_at"}], "pagination": {"limit", "next_cursor"}, "version": "v1"}
+//
+// with limit (default 50, at most 100), status (one of the three) and
+// after (the next_cursor of the page before, which is bound to the status
+// filter). POST .../deliveries/{delivery_id}/redeliver makes a delivery
+// pending and due now with a new round of attempts, keeping the attempts
+// made so far, and answers 202 with it; a delivery whose event retention
+// has removed cannot be sent again: 409 conflict.
+//
+// Errors are package errors' (apierrors) through an apierrors.Writer of
+// Logger and Realm; SQL is built with squirrel and bound parameters only.
+type API struct {
+	// DB holds the tables of Migrate and of events.Migrate. Give a SQLite
+	// database one connection (db.SetMaxOpenConns(1)), as a
+	// resource.Registry asks.
+	DB *sql.DB
+	// Dialect is DB's SQL dialect.
+	Dialect query.Dialect
+	// Verifier checks bearer tokens (a *bearer.Verifier).
+	Verifier tenancy.Verifier
+	// Branches lists the branches of organizations, for branch_ids and
+	// for client-credentials tokens.
+	Branches tenancy.Branches
+	// Resources are the resources whose events endpoints may subscribe
+	// to: the registry's (resource.Registry.Resources). Their names give
+	// the event types, their read scopes what a token may subscribe to.
+	Resources []*resource.Resource
+	// Guard checks endpoint URLs; the zero Guard refuses every address
+	// that is not public.
+	Guard Guard
+	// Sealer encrypts the signing secrets at rest; nil keeps them in clear
+	// in the database (with an empty secret_key_id), for development only.
+	Sealer Sealer
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Prefixes are the path prefixes to mount under; nil means /v1 and
+	// /api/v1.
+	Prefixes []string
+	// Middleware wraps every route after tenancy has resolved the tenant
+	// (rate limits per organization, say); nil means none.
+	Middleware func(http.Handler) http.Handler
+	// Logger receives the requests the API failed to serve; nil means
+	// slog.Default.
+	Logger *slog.Logger
+	// Realm is the realm of the WWW-Authenticate challenges of refused
+	// tokens; "" means none.
+	Realm string
+	// ResourceMetadata is the URL of the API's protected resource
+	// metadata (RFC 9728), given in the resource_metadata parameter of
+	// the Bearer challenges; "" means none.
+	ResourceMetadata string
+	// MaxEndpoints is how many endpoints one organization may have; 0
+	// means DefaultMaxEndpoints.
+	MaxEndpoints int
+}
+
+// defaultPrefixes are the prefixes of an API without Prefixes.
+var defaultPrefixes = []string{"/v1", "/api/v1"}
+
+func (a *API) prefixes() []string {
+	if a.Prefixes != nil {
+		return a.Prefixes
+	}
+	return defaultPrefixes
+}
+
+// now returns the time of the API's clock, in UTC, to the microsecond both
+// databases keep.
+func (a *API) now() time.Time {
+	n := time.Now
+	if a.Now != nil {
+		n = a.Now
+	}
+	return n().UTC().Truncate(time.Microsecond)
+}
+
+func (a *API) maxEndpoints() int {
+	if a.MaxEndpoints > 0 {
+		return a.MaxEndpoints
+	}
+	return DefaultMaxEndpoints
+}
+
+func (a *API) errors() apierrors.Writer {
+	return apierrors.Writer{Logger: a.Logger, Realm: a.Realm, ResourceMetadata: a.ResourceMetadata}
+}
+
+// Mount registers the routes of the API on mux under every prefix (see
+// API). It panics when the API has no Verifier.
+func (a *API) Mount(mux *http.ServeMux) {
+	mw := tenancy.Middleware(tenancy.Options{
+		Verifier: a.Verifier, Branches: a.Branches, ScopeType: tenancy.Organization,
+		Scope: tenancy.ReadWrite(ScopeRead, ScopeWrite), PathValue: "organizationId",
+		Logger: a.Logger, Realm: a.Realm, ResourceMetadata: a.ResourceMetadata,
+	})
+	wrap := func(f http.HandlerFunc) http.Handler {
+		var next http.Handler = f
+		if a.Middleware != nil {
+			next = a.Middleware(next)
+		}
+		return mw(next)
+	}
+	for _, p := range a.prefixes() {
+		collection := p + "/{organizationId}/webhook_endpoints"
+		item := collection + "/{id}"
+		deliveries := item + "/deliveries"
+		redeliver := deliveries + "/{delivery_id}/redeliver"
+		mux.Handle("GET "+collection, wrap(a.list))
+		mux.Handle("POST "+collection, wrap(a.create))
+		mux.Handle("GET "+item, wrap(a.get))
+		mux.Handle("PATCH "+item, wrap(a.update))
+		mux.Handle("DELETE "+item, wrap(a.delete))
+		mux.Handle("GET "+deliveries, wrap(a.listDeliveries))
+		mux.Handle("POST "+redeliver, wrap(a.redeliver))
+		mux.Handle(collection, a.methodNotAllowed("GET", "HEAD", "POST"))
+		mux.Handle(item, a.methodNotAllowed("GET", "HEAD", "PATCH", "DELETE"))
+		mux.Handle(deliveries, a.methodNotAllowed("GET", "HEAD"))
+		mux.Handle(redeliver, a.methodNotAllowed("POST"))
+	}
+}
+
+func (a *API) methodNotAllowed(allow ...string) http.Handler {
+	err := apierrors.MethodNotAllowed(allow...)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.errors().Write(w, r, err)
+	})
+}
+
+// tenant returns the tenant that the tenancy middleware resolved.
+func tenant(r *http.Request) tenancy.Tenant {
+	t, ok := tenancy.FromContext(r.Context())
+	if !ok {
+		panic("webhook: no tenant in the request context; mount the handlers with API.Mount")
+	}
+	return t
+}
+
+// inTx runs f in a transaction, committed when f returns nil.
+func (a *API) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := a.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return apierrors.Internal(fmt.Errorf("webhook: begin: %w", err))
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	if err := f(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return apierrors.Internal(fmt.Errorf("webhook: commit: %w", err))
+	}
+	return nil
+}
+
+// exec runs b in tx; what names it in the log of a failure.
+func (a *API) exec(ctx context.Context, tx *sql.Tx, what string, b sq.Sqlizer) error {
+	text, args, err := a.Dialect.SQL(b)
+	if err != nil {
+		return apierrors.Internal(err)
+	}
+	if _, err := tx.ExecContext(ctx, text, args...); err != nil {
+		return dbError(what, err)
+	}
+	return nil
+}
+
+// dbError is the answer of a failed statement.
+func dbError(what string, err error) error {
+	return apierrors.Internal(fmt.Errorf("webhook: %s: %w", what, err))
+}
+
+// resourceNames returns the names of Resources.
+func (a *API) resourceNames() []string {
+	names := make([]string, len(a.Resources))
+	for i, r := range a.Resources {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// location returns the path of the record id under the collection of r.
+func location(r *http.Request, id string) string {
+	return strings.TrimSuffix(r.URL.Path, "/") + "/" + id
+}

@@ -1,0 +1,694 @@
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	sq "github.com/Masterminds/squirrel"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// This file serves the endpoints themselves: create, list, get, update,
+// delete.
+
+// The tables of the package.
+const (
+	endpointsTable  = "waybill_webhook_endpoints"
+	deliveriesTable = "waybill_webhook_deliveries"
+	attemptsTable   = "waybill_webhook_attempts"
+	eventsTable     = "waybill_events"
+)
+
+// The statuses of an endpoint.
+const (
+	statusEnabled  = "enabled"
+	statusDisabled = "disabled"
+)
+
+// disabledByAPI is the disabled_reason of an endpoint a PATCH disabled.
+const disabledByAPI = "disabled through the API"
+
+// endpoint is an endpoint as the API shows it.
+type endpointView struct {
+	ID             string   `json:"id"`
+	URL            string   `json:"url"`
+	EventTypes     []string `json:"event_types"`
+	BranchIDs      []string `json:"branch_ids"`
+	Status         string   `json:"status"`
+	DisabledReason *string  `json:"disabled_reason"`
+	CreatedAt      jsonTime `json:"created_at"`
+	UpdatedAt      jsonTime `json:"updated_at"`
+	// Secret is set in the answer of POST only.
+	Secret string `json:"secret,omitempty"`
+
+	reason string // disabled_reason as stored
+}
+
+// endpointColumns are the columns scanEndpoint reads.
+var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "created_at", "updated_at"}
+
+// scanEndpoint reads a row of endpointColumns.
+func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
+	var (
+		ep               endpointView
+		types            string
+		branches         sql.NullString
+		created, updated any
+	)
+	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &created, &updated); err != nil {
+		return nil, err
+	}
+	errs := []error{json.Unmarshal([]byte(types), &ep.EventTypes)}
+	if branches.Valid {
+		errs = append(errs, json.Unmarshal([]byte(branches.String), &ep.BranchIDs))
+	}
+	c, err := query.ScanTimestamp(created)
+	errs = append(errs, err)
+	u, err := query.ScanTimestamp(updated)
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return nil, err
+	}
+	ep.CreatedAt, ep.UpdatedAt = jsonTime(c), jsonTime(u)
+	ep.show()
+	return &ep, nil
+}
+
+// show sets the DisabledReason the API shows: null while enabled.
+func (ep *endpointView) show() {
+	ep.DisabledReason = nil
+	if ep.Status == statusDisabled {
+		r := ep.reason
+		ep.DisabledReason = &r
+	}
+}
+
+// endpointInput is what a POST or PATCH body sets.
+type endpointInput struct {
+	url           *string
+	eventTypes    []string // nil: not set
+	setBranches   bool
+	branchIDs     []string // nil with setBranches: every branch
+	status        *string
+	refuse        refusal
+	givenBranches bool // branch_ids named branches (checked against the organization)
+}
+
+// sets reports whether the input sets the grant: event_types or branch_ids.
+func (in *endpointInput) setsGrant() bool { return in.eventTypes != nil || in.setBranches }
+
+// readEndpoint reads and validates the body of a POST (create) or PATCH:
+// the types and shapes of its members, the URL (Guard.CheckURL) and the
+// event types. What the token may do is checked later (authorize).
+func (a *API) readEndpoint(w http.ResponseWriter, r *http.Request, create bool) (*endpointInput, error) {
+	refuse, allowed := refusal(apierrors.InvalidUpdate), []string{"url", "event_types", "branch_ids", "status"}
+	if create {
+		refuse, allowed = apierrors.InvalidCreate, []string{"url", "event_types", "branch_ids"}
+	}
+	members, err := readBody(w, r, allowed, refuse)
+	if err != nil {
+		return nil, err
+	}
+	in := &endpointInput{refuse: refuse}
+	if create {
+		for _, name := range []string{"url", "event_types"} {
+			if _, ok := members[name]; !ok {
+				return nil, refuse("%s is required", name)
+			}
+		}
+	}
+	if raw, ok := members["url"]; ok {
+		u, err := decodeString(raw, "url", refuse)
+		if err != nil {
+			return nil, err
+		}
+		if len(u) > maxURLLength {
+			return nil, refuse("url is longer than %d characters", maxURLLength)
+		}
+		if err := a.Guard.CheckURL(r.Context(), u); err != nil {
+			return nil, refuse("url: %s", err.Error())
+		}
+		in.url = &u
+	}
+	if raw, ok := members["event_types"]; ok {
+		types, err := decodeStrings(raw, "event_types", refuse)
+		if err != nil {
+			return nil, err
+		}
+		if in.eventTypes, err = a.parsePatterns(types, refuse); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := members["branch_ids"]; ok {
+		in.setBranches = true
+		if !isNull(raw) {
+			ids, err := decodeStrings(raw, "branch_ids", refuse)
+			if err != nil {
+				return nil, refuse("branch_ids must be an array of branch ids, or null for every branch")
+			}
+			if len(ids) == 0 {
+				return nil, refuse("branch_ids must name at least one branch, or be null for every branch")
+			}
+			for i, id := range ids {
+				c, ok := canonicalUUID(id)
+				if !ok {
+					return nil, refuse("branch_ids: %q is not a branch of the organization", truncate(id, 64))
+				}
+				ids[i] = c
+			}
+			in.branchIDs, in.givenBranches = dedupe(ids), true
+		}
+	}
+	if raw, ok := members["status"]; ok {
+		s, err := decodeString(raw, "status", refuse)
+		if err != nil || (s != statusEnabled && s != statusDisabled) {
+			return nil, refuse("status must be %q or %q", statusEnabled, statusDisabled)
+		}
+		in.status = &s
+	}
+	return in, nil
+}
+
+// parsePatterns checks the event types of a body (see API): 1 to
+// MaxEventTypes patterns of the API's resources, returned without
+// duplicates.
+func (a *API) parsePatterns(types []string, refuse refusal) ([]string, error) {
+	if len(types) == 0 {
+		return nil, refuse("event_types must list at least one event type, or \"*\" for every type")
+	}
+	if len(types) > MaxEventTypes {
+		return nil, refuse("event_types lists %d event types; at most %d are allowed", len(types), MaxEventTypes)
+	}
+	names := a.resourceNames()
+	for _, s := range types {
+		if _, ok := events.ParsePattern(s, names); !ok {
+			return nil, refuse("event_types: %q is not an event type: give <resource>.<change> (as quotation.created), <resource>.* or *", truncate(s, 64))
+		}
+	}
+	return dedupe(types), nil
+}
+
+// authorize checks what the token of t may subscribe to: the read scopes
+// of the resources the patterns name, and the branches (see API). orgBranches
+// are the organization's branches, read before the transaction; current
+// is the branch_ids the endpoint has when the input leaves them (nil on
+// POST: every branch).
+func (a *API) authorize(t tenancy.Tenant, in *endpointInput, orgBranches []string, current []string) error {
+	for _, p := range in.eventTypes {
+		if err := a.checkScope(t, p); err != nil {
+			return err
+		}
+	}
+	if in.givenBranches {
+		for _, b := range in.branchIDs {
+			if !slices.Contains(orgBranches, b) {
+				return in.refuse("branch_ids: %q is not a branch of the organization", b)
+			}
+		}
+	}
+	if !t.Claims.ClientCredentials() || !in.setsGrant() {
+		return nil
+	}
+	branches := current
+	if in.setBranches {
+		branches = in.branchIDs
+	}
+	if branches == nil {
+		for _, b := range orgBranches {
+			if !slices.Contains(t.Claims.BranchIDs, b) {
+				return apierrors.InsufficientScope("", "the token does not cover every branch of the organization: give branch_ids, a list of the branches it may use")
+			}
+		}
+		return nil
+	}
+	for _, b := range branches {
+		if !slices.Contains(t.Claims.BranchIDs, b) {
+			return apierrors.InsufficientScope("", "the token may not use the branch %s of branch_ids", b)
+		}
+	}
+	return nil
+}
+
+// checkScope checks that the token of t may read what the pattern p names.
+func (a *API) checkScope(t tenancy.Tenant, p string) error {
+	if p == "*" {
+		for _, r := range a.Resources {
+			if t.HasScope(r.ReadScope()) {
+				return nil
+			}
+		}
+		return apierrors.InsufficientScope("", "the event type * needs the read scope of at least one resource (svc:<resource>:read); the token has none")
+	}
+	name, _, _ := strings.Cut(p, ".")
+	for _, r := range a.Resources {
+		if events.TypeName(r.Name) == name && !t.HasScope(r.ReadScope()) {
+			return apierrors.InsufficientScope(r.ReadScope(), "the event type %s needs the scope %s", p, r.ReadScope())
+		}
+	}
+	return nil
+}
+
+// grant returns what the token of t may read: the names of the resources
+// whose read scope it has, and its branches for a client-credentials
+// token (nil, every branch, for an authorization-code token).
+func (a *API) grant(t tenancy.Tenant) (resources, branches []string) {
+	resources = []string{}
+	for _, r := range a.Resources {
+		if t.HasScope(r.ReadScope()) {
+			resources = append(resources, r.Name)
+		}
+	}
+	if t.Claims.ClientCredentials() {
+		branches = append([]string{}, t.Claims.BranchIDs...)
+	}
+	return resources, branches
+}
+
+// orgBranches returns the branches of the organization of t when the input
+// needs them: to check the branch_ids it names, or the branches of a
+// client-credentials token that sets the grant.
+func (a *API) orgBranches(ctx context.Context, t tenancy.Tenant, in *endpointInput) ([]string, error) {
+	if !in.givenBranches && !(t.Claims.ClientCredentials() && in.setsGrant()) {
+		return nil, nil
+	}
+	if a.Branches == nil {
+		return nil, apierrors.Internal(errors.New("webhook: API.Branches is required"))
+	}
+	bs, err := a.Branches.List(ctx, t.OrganizationID)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	return bs, nil
+}
+
+// jsonList returns l as the JSON array stored in a text column, nil (NULL)
+// for a nil l.
+func jsonList(l []string) any {
+	if l == nil {
+		return nil
+	}
+	b, _ := json.Marshal(l) // a []string always marshals
+	return string(b)
+}
+
+// lockOrganization serializes, on PostgreSQL, the transactions that add
+// endpoints to one organization with each other and with the fan-out of
+// its events: it locks the organization's row of the fan-out (made at the
+// event head when missing). So two concurrent POSTs cannot both pass
+// MaxEndpoints, and a new endpoint's after_seq, read under the lock, is
+// never behind what the fan-out already handed out without it: it gets
+// every event after it. SQLite has one writer already.
+func (a *API) lockOrganization(ctx context.Context, tx *sql.Tx, org string) error {
+	if a.Dialect != query.Postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO waybill_webhook_fanout (organization_id, seq)
+		VALUES ($1, coalesce((SELECT seq FROM waybill_event_heads WHERE organization_id = $1), 0))
+		ON CONFLICT (organization_id) DO NOTHING`, org); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `SELECT 1 FROM waybill_webhook_fanout WHERE organization_id = $1 FOR UPDATE`, org)
+	return err
+}
+
+// create is POST {prefix}/{organizationId}/webhook_endpoints.
+func (a *API) create(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	ctx := r.Context()
+	in, err := a.readEndpoint(w, r, true)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	orgBranches, err := a.orgBranches(ctx, t, in)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	in.setBranches = true // POST always sets them: absent is every branch
+	if err := a.authorize(t, in, orgBranches, nil); err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	now := a.now()
+	ep := &endpointView{
+		ID: newID(), URL: *in.url, EventTypes: in.eventTypes, BranchIDs: in.branchIDs, Status: statusEnabled,
+		CreatedAt: jsonTime(now), UpdatedAt: jsonTime(now),
+	}
+	grantResources, grantBranches := a.grant(t)
+	// Number the events committed so far, so that the head read below
+	// counts them: the endpoint gets only what comes after it.
+	if _, err := events.Sequence(ctx, a.DB, a.Dialect); err != nil {
+		a.errors().Write(w, r, apierrors.Internal(err))
+		return
+	}
+	secret := NewSecret()
+	sealed, keyID := []byte(secret), ""
+	if a.Sealer != nil {
+		sealed, keyID = a.Sealer.Seal([]byte(secret), []byte(ep.ID))
+	}
+	d := a.Dialect
+	err = a.inTx(ctx, func(tx *sql.Tx) error {
+		if err := a.lockOrganization(ctx, tx, t.OrganizationID); err != nil {
+			return dbError("lock", err)
+		}
+		text, args, err := d.SQL(sq.Select("count(*)").From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}))
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, text, args...).Scan(&n); err != nil {
+			return dbError("count endpoints", err)
+		}
+		if n >= a.maxEndpoints() {
+			return apierrors.Conflict("the organization has %d webhook endpoints, the most it may have; delete one first", n)
+		}
+		head, _, err := events.Head(ctx, tx, d, t.OrganizationID)
+		if err != nil {
+			return dbError("event head", err)
+		}
+		text, args, err = d.SQL(sq.Insert(endpointsTable).
+			Columns("id", "organization_id", "url", "event_types", "branch_ids", "grant_resources", "grant_branches",
+				"secret", "secret_key_id", "status", "disabled_reason", "after_seq", "created_at", "updated_at").
+			Values(ep.ID, t.OrganizationID, ep.URL, jsonList(ep.EventTypes), jsonList(ep.BranchIDs), jsonList(grantResources), jsonList(grantBranches),
+				sealed, keyID, ep.Status, "", head, d.Timestamp(now), d.Timestamp(now)))
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		if _, err := tx.ExecContext(ctx, text, args...); err != nil {
+			return dbError("insert endpoint", err)
+		}
+		return nil
+	})
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	ep.show()
+	ep.Secret = secret
+	w.Header().Set("Location", location(r, ep.ID))
+	w.Header().Set("Cache-Control", "no-store") // the answer holds a credential
+	a.writeJSON(w, r, http.StatusCreated, envelope{Data: ep, Version: apiVersion})
+}
+
+// errNoEndpoint is the answer for an id that names no endpoint of the
+// organization, or is not a UUID.
+func errNoEndpoint() error { return apierrors.NotFound("no webhook endpoint with this id") }
+
+// findEndpoint reads the endpoint id of org, locked for update on
+// PostgreSQL when forUpdate.
+func (a *API) findEndpoint(ctx context.Context, q events.Querier, org, id string, forUpdate bool) (*endpointView, error) {
+	b := sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": org, "id": id})
+	if forUpdate && a.Dialect == query.Postgres {
+		b = b.Suffix("FOR UPDATE")
+	}
+	text, args, err := a.Dialect.SQL(b)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	ep, err := scanEndpoint(q.QueryRowContext(ctx, text, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errNoEndpoint()
+	}
+	if err != nil {
+		return nil, dbError("read endpoint", err)
+	}
+	return ep, nil
+}
+
+// endpointID returns the {id} of r, canonical, or the 404.
+func endpointID(r *http.Request) (string, error) {
+	id, ok := canonicalUUID(r.PathValue("id"))
+	if !ok {
+		return "", errNoEndpoint()
+	}
+	return id, nil
+}
+
+// reach is which of the organization's endpoints a token may see and
+// manage: all of them for a token that covers every branch of the
+// organization; for a client-credentials token limited to some branches,
+// those limited to branches among its own. Another app's endpoint that
+// reaches further is not the token's to read, redirect or delete: to such
+// a token it does not exist (404).
+type reach struct {
+	all      bool
+	branches []string
+}
+
+// reachOf returns the reach of t's token. It asks the organization's
+// branches, so it runs before any transaction (SQLite has one connection).
+func (a *API) reachOf(ctx context.Context, t tenancy.Tenant) (reach, error) {
+	if !t.Claims.ClientCredentials() {
+		return reach{all: true}, nil
+	}
+	all, err := t.CoversAllBranches(ctx)
+	if err != nil {
+		return reach{}, apierrors.Internal(err)
+	}
+	return reach{all: all, branches: t.Claims.BranchIDs}, nil
+}
+
+// sees reports whether ep is within the reach.
+func (r reach) sees(ep *endpointView) bool {
+	if r.all {
+		return true
+	}
+	if ep.BranchIDs == nil {
+		return false
+	}
+	for _, b := range ep.BranchIDs {
+		if !slices.Contains(r.branches, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// endpointFor reads the endpoint id of t's organization if it is within
+// rc, else answers 404 (see findEndpoint).
+func (a *API) endpointFor(ctx context.Context, q events.Querier, t tenancy.Tenant, rc reach, id string, forUpdate bool) (*endpointView, error) {
+	ep, err := a.findEndpoint(ctx, q, t.OrganizationID, id, forUpdate)
+	if err != nil {
+		return nil, err
+	}
+	if !rc.sees(ep) {
+		return nil, errNoEndpoint()
+	}
+	return ep, nil
+}
+
+// get is GET {prefix}/{organizationId}/webhook_endpoints/{id}.
+func (a *API) get(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	id, err := endpointID(r)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	rc, err := a.reachOf(r.Context(), t)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	ep, err := a.endpointFor(r.Context(), a.DB, t, rc, id, false)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	a.writeJSON(w, r, http.StatusOK, envelope{Data: ep, Version: apiVersion})
+}
+
+// endpointList is the answer of the list.
+type endpointList struct {
+	Data       []*endpointView `json:"data"`
+	Pagination listPagination  `json:"pagination"`
+	Version    string          `json:"version"`
+}
+
+type listPagination struct {
+	Limit      int     `json:"limit"`
+	Offset     int     `json:"offset"`
+	Total      int     `json:"total"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// list is GET {prefix}/{organizationId}/webhook_endpoints: the endpoints
+// of the organization, oldest first, by limit (1 to 100, default 100) and
+// offset.
+func (a *API) list(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	ctx := r.Context()
+	params, err := queryParams(r, "limit", "offset")
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	limit, err := intParam(params, "limit", maxEndpointLimit, 1, maxEndpointLimit)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	offset, err := intParam(params, "offset", 0, 0, 1<<30)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	rc, err := a.reachOf(ctx, t)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	// An organization has at most MaxEndpoints: the page is cut here, after
+	// the endpoints out of the token's reach are left out.
+	text, args, err := a.Dialect.SQL(sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}).
+		OrderBy("created_at", "id"))
+	if err != nil {
+		a.errors().Write(w, r, apierrors.Internal(err))
+		return
+	}
+	rows, err := a.DB.QueryContext(ctx, text, args...)
+	if err != nil {
+		a.errors().Write(w, r, dbError("list endpoints", err))
+		return
+	}
+	defer rows.Close()
+	var visible []*endpointView
+	for rows.Next() {
+		ep, err := scanEndpoint(rows)
+		if err != nil {
+			a.errors().Write(w, r, dbError("list endpoints", err))
+			return
+		}
+		if rc.sees(ep) {
+			visible = append(visible, ep)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		a.errors().Write(w, r, dbError("list endpoints", err))
+		return
+	}
+	out := endpointList{Data: []*endpointView{}, Pagination: listPagination{Limit: limit, Offset: offset, Total: len(visible)}, Version: apiVersion}
+	if offset < len(visible) {
+		out.Data = append(out.Data, visible[offset:min(len(visible), offset+limit)]...)
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+}
+
+// update is PATCH {prefix}/{organizationId}/webhook_endpoints/{id}.
+func (a *API) update(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	ctx := r.Context()
+	id, err := endpointID(r)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	in, err := a.readEndpoint(w, r, false)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	orgBranches, err := a.orgBranches(ctx, t, in)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	rc, err := a.reachOf(ctx, t)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	d := a.Dialect
+	var ep *endpointView
+	err = a.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if ep, err = a.endpointFor(ctx, tx, t, rc, id, true); err != nil {
+			return err
+		}
+		if err := a.authorize(t, in, orgBranches, ep.BranchIDs); err != nil {
+			return err
+		}
+		now := a.now()
+		set := sq.Eq{"updated_at": d.Timestamp(now)}
+		if in.url != nil {
+			ep.URL, set["url"] = *in.url, *in.url
+		}
+		if in.eventTypes != nil {
+			ep.EventTypes, set["event_types"] = in.eventTypes, jsonList(in.eventTypes)
+		}
+		if in.setBranches {
+			ep.BranchIDs, set["branch_ids"] = in.branchIDs, jsonList(in.branchIDs)
+		}
+		if in.setsGrant() {
+			resources, branches := a.grant(t)
+			set["grant_resources"], set["grant_branches"] = jsonList(resources), jsonList(branches)
+		}
+		if in.status != nil && *in.status != ep.Status {
+			ep.Status, ep.reason = *in.status, ""
+			if ep.Status == statusDisabled {
+				ep.reason = disabledByAPI
+			}
+			set["status"], set["disabled_reason"] = ep.Status, ep.reason
+		}
+		ep.UpdatedAt = jsonTime(now)
+		ep.show()
+		return a.exec(ctx, tx, "update endpoint", sq.Update(endpointsTable).SetMap(set).Where(sq.Eq{"organization_id": t.OrganizationID, "id": id}))
+	})
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	a.writeJSON(w, r, http.StatusOK, envelope{Data: ep, Version: apiVersion})
+}
+
+// delete is DELETE {prefix}/{organizationId}/webhook_endpoints/{id}: it
+// removes the endpoint with its deliveries and their attempts, and answers
+// with the endpoint as it was.
+func (a *API) delete(w http.ResponseWriter, r *http.Request) {
+	t := tenant(r)
+	ctx := r.Context()
+	id, err := endpointID(r)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	rc, err := a.reachOf(ctx, t)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	var ep *endpointView
+	err = a.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if ep, err = a.endpointFor(ctx, tx, t, rc, id, true); err != nil {
+			return err
+		}
+		// Explicitly, not by ON DELETE CASCADE alone: a SQLite connection
+		// enforces foreign keys only when it was opened with them on.
+		deliveries := sq.Select("id").From(deliveriesTable).Where(sq.Eq{"endpoint_id": id})
+		for _, b := range []sq.Sqlizer{
+			sq.Delete(attemptsTable).Where(sq.Expr("delivery_id IN (?)", deliveries)),
+			sq.Delete(deliveriesTable).Where(sq.Eq{"endpoint_id": id}),
+			sq.Delete(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID, "id": id}),
+		} {
+			if err := a.exec(ctx, tx, "delete endpoint", b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	a.writeJSON(w, r, http.StatusOK, envelope{Data: ep, Version: apiVersion})
+}

@@ -1,0 +1,49 @@
+package webhook_test
+
+import (
+	"database/sql"
+	"log"
+	"net/http"
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/openapi"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
+	"github.com/waybillhq/waybill/webhook"
+)
+
+// A host serves the endpoints API beside its resources, on the same
+// database, tokens and branches, and describes it in the same OpenAPI
+// document.
+func ExampleAPI() {
+	var (
+		db        *sql.DB            // with events.Migrate and webhook.Migrate applied
+		verifier  *bearer.Verifier   // checks the OAuth access tokens
+		branches  tenancy.Branches   // the branches of organizations
+		registry  *resource.Registry // the resources whose events endpoints get
+		secretKey = "..."            // 32 random bytes in base64: openssl rand -base64 32
+		tokens    *oauth.Server      // the token service, whose ScopesSupported lists webhook.ScopeRead and webhook.ScopeWrite
+	)
+	key, err := oauth.ParseSecretsKey(secretKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	sealer, err := oauth.NewSealer(key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	api := &webhook.API{
+		DB: db, Dialect: query.Postgres, Verifier: verifier, Branches: branches,
+		Resources: registry.Resources(),
+		Sealer:    sealer, // the signing secrets are encrypted at rest
+	}
+	mux := http.NewServeMux()
+	registry.Mount(mux)
+	api.Mount(mux) // /v1/{organizationId}/webhook_endpoints and /api/v1/...
+	mux.Handle("GET /openapi.json", registry.OpenAPIHandler(resource.OpenAPIInfo{
+		Sections: []*openapi.Document{tokens.OpenAPI(), api.OpenAPI()},
+	}))
+	log.Fatal(http.ListenAndServe(":8080", mux))
+}

@@ -1,0 +1,38 @@
+// Package webhook delivers the events of package events to the HTTP
+// endpoints an organization registers, signed as the Standard Webhooks
+// specification says (https://www.standardwebhooks.com).
+//
+// It has four parts, each usable alone:
+//
+//   - API serves the endpoints of an organization at
+//     {prefix}/{organizationId}/webhook_endpoints (scopes svc:webhooks:read
+//     and svc:webhooks:write): register a URL for some event types and,
+//     optionally, branches; the signing secret ("whsec_...") is shown once;
+//     list the deliveries of an endpoint with their attempts, and send one
+//     again. An endpoint only ever gets what the token that set it up could
+//     read itself.
+//   - Dispatcher turns new events into deliveries, one per event and
+//     endpoint, and posts them: every replica of a server runs one on the
+//     same database and they share the work under leases, so a replica
+//     that dies mid-delivery leaves its delivery to another. A failed
+//     attempt (no 2xx within the timeout) is retried with exponential
+//     backoff and jitter for about a day (DefaultBackoff); an endpoint whose
+//     delivery fails every attempt while nothing else reaches it is
+//     disabled, with the reason shown. The events of one record reach an
+//     endpoint in their order.
+//   - Guard refuses endpoints at loopback, private and link-local
+//     addresses, when they are registered and again when each connection is
+//     made, unless the operator allows them.
+//   - Sign and Verify implement the signature: the headers webhook-id (the
+//     event's id), webhook-timestamp (Unix seconds) and webhook-signature
+//     ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body" under the
+//     key in the secret after "whsec_"). A receiver needs only Verify.
+//
+// A delivery is a POST of the event's CloudEvent JSON (Content-Type
+// application/json). Delivery is at least once: a receiver treats
+// webhook-id as the key of what it handled, so that a delivery sent again
+// (a retry after a timeout, a replica that died after sending) is
+// acknowledged without being handled twice.
+//
+// Migrate creates the tables, beside those of events.Migrate.
+package webhook

@@ -1,0 +1,158 @@
+package webhook_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/openapi"
+	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/webhook"
+)
+
+// refs returns every "$ref" in a decoded document.
+func refs(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && k == "$ref" {
+				out = append(out, s)
+				continue
+			}
+			out = append(out, refs(x)...)
+		}
+	case []any:
+		for _, x := range v {
+			out = append(out, refs(x)...)
+		}
+	}
+	return out
+}
+
+// resolves reports whether the local reference ref names a part of doc.
+func resolves(doc map[string]any, ref string) bool {
+	path, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		return false
+	}
+	var v any = doc
+	for k := range strings.SplitSeq(path, "/") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func decode(t *testing.T, raw []byte) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	return doc
+}
+
+func TestOpenAPI(t *testing.T) {
+	t.Parallel()
+	api := &webhook.API{Resources: testResources()}
+	raw, err := openapi.Marshal(api.OpenAPI())
+	require.NoError(t, err)
+	doc := decode(t, raw)
+	for _, ref := range refs(doc) {
+		assert.True(t, resolves(doc, ref), "the section resolves %s", ref)
+	}
+	paths := doc["paths"].(map[string]any)
+	ops := map[string]string{ // path and method: the scope
+		"/v1/{organizationId}/webhook_endpoints get":                                          webhook.ScopeRead,
+		"/v1/{organizationId}/webhook_endpoints post":                                         webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id} get":                                     webhook.ScopeRead,
+		"/v1/{organizationId}/webhook_endpoints/{id} patch":                                   webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id} delete":                                  webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id}/deliveries get":                          webhook.ScopeRead,
+		"/v1/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver post": webhook.ScopeWrite,
+	}
+	n := 0
+	for p, item := range paths {
+		for method, op := range item.(map[string]any) {
+			if method == "parameters" {
+				continue
+			}
+			n++
+			scope, ok := ops[p+" "+method]
+			require.True(t, ok, "%s %s is not an operation of the API", method, p)
+			o := op.(map[string]any)
+			assert.Equal(t, []any{map[string]any{"oauth2": []any{scope}}}, o["security"], "%s %s", method, p)
+			responses := o["responses"].(map[string]any)
+			for _, code := range []string{"401", "403", "404", "429", "500"} {
+				assert.Contains(t, responses, code, "%s %s", method, p)
+			}
+		}
+	}
+	assert.Equal(t, len(ops), n)
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	for _, s := range []string{"WebhookEndpoint", "WebhookEndpointCreated", "WebhookDelivery", "WebhookAttempt"} {
+		assert.Contains(t, schemas, s)
+	}
+	created := schemas["WebhookEndpointCreated"].(map[string]any)
+	assert.Contains(t, created["properties"], "secret")
+	assert.Contains(t, created["required"], "secret")
+	assert.NotContains(t, schemas["WebhookEndpoint"].(map[string]any)["properties"], "secret", "only the answer of POST has the secret")
+
+	// The webhook a receiver is called with: the event, signed.
+	hook := doc["webhooks"].(map[string]any)["event"].(map[string]any)["post"].(map[string]any)
+	var headers []string
+	for _, p := range hook["parameters"].([]any) {
+		headers = append(headers, p.(map[string]any)["name"].(string))
+	}
+	assert.Equal(t, []string{"webhook-id", "webhook-timestamp", "webhook-signature"}, headers)
+	assert.Equal(t, "#/components/schemas/CloudEvent", hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)["$ref"])
+	assert.Contains(t, schemas, "CloudEvent")
+
+	t.Run("other prefixes", func(t *testing.T) {
+		d := (&webhook.API{Prefixes: []string{"/api/v2"}}).OpenAPI()
+		assert.Contains(t, d.Paths, "/api/v2/{organizationId}/webhook_endpoints")
+		assert.Empty(t, (&webhook.API{Prefixes: []string{}}).OpenAPI().Paths)
+	})
+}
+
+// The section merges into the resource registry's document beside the
+// token service's, every component it shares with them unchanged, and the
+// scopes come from the token service's ScopesSupported.
+func TestOpenAPIMerges(t *testing.T) {
+	t.Parallel()
+	reg := &resource.Registry{}
+	require.NoError(t, reg.Register(testResources()...))
+	api := &webhook.API{Resources: reg.Resources()}
+	srv := &oauth.Server{Issuer: "https://auth.test", ScopesSupported: []string{webhook.ScopeRead, webhook.ScopeWrite, "svc:quotations:read"}}
+	for _, sections := range [][]*openapi.Document{
+		{api.OpenAPI()},
+		{srv.OpenAPI(), api.OpenAPI()},
+		{api.OpenAPI(), srv.OpenAPI()},
+	} {
+		raw, err := reg.OpenAPI(resource.OpenAPIInfo{ServerURL: "https://tms.test", Sections: sections})
+		require.NoError(t, err)
+		doc := decode(t, raw)
+		for _, ref := range refs(doc) {
+			assert.True(t, resolves(doc, ref), "the document resolves %s", ref)
+		}
+		assert.Contains(t, doc["paths"], "/v1/{organizationId}/webhook_endpoints")
+		assert.Contains(t, doc["paths"], "/v1/{scopeId}/quotations")
+		if len(sections) > 1 {
+			scopes := doc["components"].(map[string]any)["securitySchemes"].(map[string]any)["oauth2"].(map[string]any)["flows"].(map[string]any)["clientCredentials"].(map[string]any)["scopes"].(map[string]any)
+			assert.Contains(t, scopes, webhook.ScopeRead)
+			assert.Contains(t, scopes, webhook.ScopeWrite)
+			assert.Equal(t, "https://auth.test/auth/v1/oauth/token", doc["components"].(map[string]any)["securitySchemes"].(map[string]any)["oauth2"].(map[string]any)["flows"].(map[string]any)["clientCredentials"].(map[string]any)["tokenUrl"])
+		}
+	}
+	// Merged with openapi.Document.Merge directly as well.
+	d := srv.OpenAPI()
+	require.NoError(t, d.Merge(api.OpenAPI()))
+}
