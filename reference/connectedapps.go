@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/webhook"
 )
 
 // Connected apps: the admin commands that list the apps with access to an
@@ -31,9 +33,23 @@ const cutOffRefreshInterval = 2 * time.Second
 // access token, and a minute for the clocks of the replicas.
 const cutOffWindow = oauth.DefaultAccessTokenTTL + time.Minute
 
-// newCutOffs returns the deny list of cut-offs of store, loaded once.
-func newCutOffs(ctx context.Context, store bearer.CutOffSource) (*bearer.CutOffList, error) {
-	l := &bearer.CutOffList{Source: store, Window: cutOffWindow}
+// newCutOffs returns the deny list of cut-offs of store, loaded once. Each
+// cut-off it learns of also disables the webhook endpoints the app
+// registered in the organization (webhook.DisableAppEndpoints, once per
+// cut-off whichever replica comes first), so that a disconnected app gets
+// no more events pushed than it can pull.
+func newCutOffs(ctx context.Context, store bearer.CutOffSource, db *sql.DB, d query.Dialect, logger *slog.Logger) (*bearer.CutOffList, error) {
+	l := &bearer.CutOffList{Source: store, Window: cutOffWindow, OnCutOff: func(ctx context.Context, c bearer.CutOff) error {
+		n, err := webhook.DisableAppEndpoints(ctx, db, d, c.OrganizationID, c.ClientID, c.At)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			logger.InfoContext(ctx, "disabled the webhook endpoints of an app disconnected from the organization",
+				"client_id", c.ClientID, "organization_id", c.OrganizationID, "endpoints", n)
+		}
+		return nil
+	}}
 	if err := l.Refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -115,12 +131,30 @@ func (c *appDisconnect) check() error {
 	return nil
 }
 
-// exec cuts the app off from the organization (see oauth.Server.DisconnectApp)
-// and prints the oauth.Disconnection. The running servers refuse the app's
-// tokens within cutOffRefreshInterval.
+// disconnection is what "admin app disconnect" prints: the
+// oauth.Disconnection and how many webhook endpoints of the app it
+// disabled.
+type disconnection struct {
+	*oauth.Disconnection
+	DisabledWebhookEndpoints int `json:"disabled_webhook_endpoints"`
+}
+
+// exec cuts the app off from the organization (see oauth.Server.DisconnectApp),
+// disables the webhook endpoints the app registered in it, and prints a
+// disconnection. The running servers refuse the app's tokens within
+// cutOffRefreshInterval.
 func (c *appDisconnect) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
-	return adminOAuthServer(db, d).DisconnectApp(ctx, c.org, c.clientID)
+	dc, err := adminOAuthServer(db, d).DisconnectApp(ctx, c.org, c.clientID)
+	if err != nil {
+		return nil, err
+	}
+	n, err := webhook.DisableAppEndpoints(ctx, db, d, c.org, c.clientID, dc.DisconnectedAt)
+	if err != nil {
+		// The running servers disable them when they load the cut-off.
+		return nil, fmt.Errorf("the app is disconnected, but its webhook endpoints were not disabled: %w", err)
+	}
+	return disconnection{Disconnection: dc, DisabledWebhookEndpoints: n}, nil
 }

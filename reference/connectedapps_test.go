@@ -184,3 +184,62 @@ func TestConnectedAppsCommands(t *testing.T) {
 	_, err = runCommand(t, nil, "admin", "app", "connected", "--org", "00000000-0000-4000-8000-000000000000", "--database-url", db)
 	assert.Error(t, err)
 }
+
+// Disconnecting an app also disables the webhook endpoints it registered
+// in the organization, so that it gets no more events pushed than it can
+// pull: through the HTTP endpoint, the server does it when it loads the
+// cut-off (within seconds, on every replica); the admin command does it at
+// once and says how many. Other apps' endpoints stay enabled.
+func TestDisconnectDisablesWebhookEndpoints(t *testing.T) {
+	t.Parallel()
+	db := testdb.PostgresURL(t)
+	acme := newRVTenant(t, db)
+	newApp := func(name string) rlTenant {
+		app := adminJSON(t, "admin", "app", "create", "--org", acme.org, "--name", name, "--all-branches",
+			"--scopes", "svc:webhooks:read svc:webhooks:write svc:vehicles:read", "--database-url", db)
+		return rlTenant{org: acme.org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)}
+	}
+	market, other, viewer := newApp("Market"), newApp("Other"), newApp("Viewer")
+	base, logs, stop := startRun(t, serveArgs("--database-url", db), env(nil))
+	defer func() { require.NoError(t, stop()) }()
+
+	endpoints := base + "/v1/" + acme.org + "/webhook_endpoints"
+	register := func(app rlTenant) string {
+		res := swDo(t, http.MethodPost, endpoints, jwksClientToken(t, base, app.clientID, app.secret),
+			`{"url":"https://1.1.1.1/hooks","event_types":["vehicle.*"]}`, nil)
+		require.Equal(t, http.StatusCreated, res.status, res.body)
+		var out struct{ Data map[string]any }
+		require.NoError(t, json.Unmarshal([]byte(res.body), &out))
+		assert.Equal(t, app.clientID, out.Data["client_id"])
+		return out.Data["id"].(string)
+	}
+	marketEP, otherEP := register(market), register(other)
+	viewerTok := jwksClientToken(t, base, viewer.clientID, viewer.secret)
+	endpoint := func(id string) map[string]any {
+		res := swDo(t, http.MethodGet, endpoints+"/"+id, viewerTok, "", nil)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		var out struct{ Data map[string]any }
+		require.NoError(t, json.Unmarshal([]byte(res.body), &out))
+		return out.Data
+	}
+
+	res, body := postJSON(t, base+oauth.PathUserToken+"?grant_type=password", map[string]any{"email": acme.email, "password": acme.password}, "")
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	res, body = caCall(t, http.MethodDelete, base+caPath(acme.org)+"/"+market.clientID, body["access_token"].(string))
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	start := time.Now()
+	for endpoint(marketEP)["status"] != "disabled" {
+		require.Less(t, time.Since(start), 10*time.Second, "the endpoint of the disconnected app is still enabled")
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("the endpoint of the disconnected app was disabled %v after the disconnection", time.Since(start))
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Contains(t, endpoint(marketEP)["disabled_reason"], "the app "+market.clientID+" that registered it was disconnected from the organization")
+	assert.Equal(t, "enabled", endpoint(otherEP)["status"], "another app's endpoint")
+	assert.Contains(t, logs.String(), "disabled the webhook endpoints of an app disconnected from the organization")
+
+	out := adminJSON(t, "admin", "app", "disconnect", "--org", acme.org, "--client-id", other.clientID, "--database-url", db)
+	assert.EqualValues(t, 1, out["disabled_webhook_endpoints"])
+	assert.Equal(t, true, out["disabled"])
+	assert.Equal(t, "disabled", endpoint(otherEP)["status"], "at once")
+}

@@ -544,7 +544,7 @@ func TestSignInBusy(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
 			store := newOAuthStore(db, dialect)
-			keys, err := signingKeys(ctx, store, "", "", "")
+			keys, err := signingKeys(ctx, store, signingConfig{}, nil)
 			require.NoError(t, err)
 			tokens := newOAuthServer(db, store, keys, "http://waybill.test", testLogger(t))
 			// One slot, no queue, and the slot taken.

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,8 @@ import (
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // jwksGet GETs url and decodes its JSON answer into v, returning the
@@ -137,6 +143,12 @@ func TestJWTAlgFlag(t *testing.T) {
 		{[]string{"--jwt-alg", "es256"}, nil, "must be HS256, ES256 or EdDSA"},
 		{[]string{"--jwt-alg", "ES256", "--jwt-secret", strings.Repeat("s", 32)}, nil, "HS256 key"},
 		{[]string{"--jwt-alg", "HS256", "--jwt-secret", strings.Repeat("s", 32)}, nil, ""},
+		{[]string{"--jwt-key-file", "k.pem"}, nil, ""},
+		{nil, map[string]string{"WAYBILL_JWT_KEY_FILE": "k.pem", "WAYBILL_JWT_PREVIOUS_KEY_FILE": "old.pem"}, ""},
+		{[]string{"--jwt-key-file", "k.pem", "--jwt-alg", "EdDSA"}, nil, ""},
+		{[]string{"--jwt-key-file", "k.pem", "--jwt-alg", "HS256"}, nil, "signs with a shared secret"},
+		{[]string{"--jwt-key-file", "k.pem", "--jwt-secret", strings.Repeat("s", 32)}, nil, "not both"},
+		{[]string{"--jwt-previous-key-file", "old.pem"}, nil, "needs --jwt-key-file"},
 	} {
 		cfg, err := parseServeFlags(tc.args, env(tc.env), io.Discard)
 		if tc.want != "" {
@@ -212,4 +224,112 @@ func TestKeysRotate(t *testing.T) {
 	assert.ErrorContains(t, err, "--jwt-alg must be HS256, ES256 or EdDSA")
 	_, err = runCommand(t, map[string]string{"WAYBILL_JWT_ALG": "EdDSA"}, "admin", "keys", "rotate", "--database-url", dbURL)
 	assert.ErrorContains(t, err, "encrypted with another secrets key", "the sealed keys need their secrets key")
+}
+
+// writeKeyFile writes a new PEM private key of alg (ES256 or EdDSA) to a
+// file readable by its owner alone and returns its path and the key.
+func writeKeyFile(t *testing.T, alg string) (string, bearer.Key) {
+	t.Helper()
+	k, err := bearer.GenerateKeyFor(alg)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(k.Private)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), alg+".pem")
+	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	parsed, err := bearer.ParsePrivateKeyPEM(mustRead(t, path))
+	require.NoError(t, err)
+	return path, parsed
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
+
+// With --jwt-key-file serve signs with the PEM key given, named by its
+// thumbprint, and publishes its public key; rotating to a new file with
+// the old one as --jwt-previous-key-file keeps the tokens the old one
+// signed valid and both keys published, and dropping the old file ends
+// them. A file of the wrong algorithm, or that does not parse, stops serve
+// at start with the flag named and the key never printed.
+func TestServeKeyFile(t *testing.T) {
+	t.Parallel()
+	dbURL := backends()[0].url(t)
+	org := createID(t, "admin", "org", "create", "--name", "Acme", "--database-url", dbURL)
+	branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
+	app := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "Sync", "--all-branches",
+		"--scopes", "svc:accounts:read", "--database-url", dbURL)
+	clientID, secret := app["client_id"].(string), app["client_secret"].(string)
+	const issuer = "http://waybill.test"
+	serve := func(t *testing.T, extra ...string) (string, *syncBuffer, func() error) {
+		return startRun(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--issuer", issuer}, extra...), env(nil))
+	}
+	kids := func(t *testing.T, base string) []string {
+		var set jose.JSONWebKeySet
+		require.Equal(t, http.StatusOK, jwksGet(t, base+"/.well-known/jwks.json", &set).StatusCode)
+		var ids []string
+		for _, k := range set.Keys {
+			ids = append(ids, k.KeyID)
+		}
+		return ids
+	}
+	kidOf := func(t *testing.T, token string) string {
+		parsed, err := josejwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA})
+		require.NoError(t, err)
+		return parsed.Headers[0].KeyID
+	}
+	accounts := func(t *testing.T, base, token string) int {
+		return swDo(t, "GET", base+"/v1/"+branch+"/accounts", token, "", nil).status
+	}
+
+	oldPath, oldKey := writeKeyFile(t, bearer.EdDSA)
+	base, _, stop := serve(t, "--jwt-key-file", oldPath)
+	assert.Equal(t, []string{oldKey.ID}, kids(t, base))
+	oldToken := jwksClientToken(t, base, clientID, secret)
+	assert.Equal(t, oldKey.ID, kidOf(t, oldToken))
+	assert.Equal(t, http.StatusOK, accounts(t, base, oldToken))
+	require.NoError(t, stop())
+
+	newPath, newKey := writeKeyFile(t, bearer.EdDSA)
+	base, _, stop = serve(t, "--jwt-key-file", newPath, "--jwt-previous-key-file", oldPath)
+	assert.Equal(t, []string{newKey.ID, oldKey.ID}, kids(t, base), "the current key first, the previous one still published")
+	newToken := jwksClientToken(t, base, clientID, secret)
+	assert.Equal(t, newKey.ID, kidOf(t, newToken))
+	assert.Equal(t, http.StatusOK, accounts(t, base, oldToken), "the previous key still verifies")
+	assert.Equal(t, http.StatusOK, accounts(t, base, newToken))
+	require.NoError(t, stop())
+
+	base, _, stop = serve(t, "--jwt-key-file", newPath)
+	assert.Equal(t, []string{newKey.ID}, kids(t, base))
+	assert.Equal(t, http.StatusUnauthorized, accounts(t, base, oldToken), "without the previous file its tokens end")
+	assert.Equal(t, http.StatusOK, accounts(t, base, newToken))
+	require.NoError(t, stop())
+
+	ecPath, _ := writeKeyFile(t, bearer.ES256)
+	loose := filepath.Join(t.TempDir(), "loose.pem")
+	require.NoError(t, os.WriteFile(loose, mustRead(t, ecPath), 0o644))
+	base, logs, stop := serve(t, "--jwt-key-file", loose)
+	assert.Contains(t, logs.String(), "chmod 600", "a key file others may read is warned of")
+	assert.NotContains(t, logs.String(), "PRIVATE KEY")
+	assert.Equal(t, http.StatusOK, accounts(t, base, jwksClientToken(t, base, clientID, secret)))
+	require.NoError(t, stop())
+
+	garbage := filepath.Join(t.TempDir(), "garbage.pem")
+	require.NoError(t, os.WriteFile(garbage, []byte("-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n"), 0o600))
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--jwt-key-file", ecPath, "--jwt-alg", "EdDSA"}, "holds an ES256 key, and --jwt-alg is EdDSA"},
+		{[]string{"--jwt-key-file", newPath, "--jwt-previous-key-file", ecPath}, "both must be of one algorithm"},
+		{[]string{"--jwt-key-file", filepath.Join(t.TempDir(), "missing.pem")}, "--jwt-key-file"},
+		{[]string{"--jwt-key-file", garbage}, "does not parse"},
+	} {
+		out, err := runCommand(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL}, tc.args...)...)
+		require.Error(t, err, "%v", tc.args)
+		assert.ErrorContains(t, err, tc.says)
+		assert.NotContains(t, err.Error()+out, "c2VjcmV0")
+	}
 }

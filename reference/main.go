@@ -36,6 +36,8 @@
 //	--secrets-key KEY        encrypts the signing key kept in the database (32 random bytes in base64)
 //	--previous-secrets-key KEY  the secrets key before, still decrypting during a rotation
 //	--jwt-alg ALG            HS256 (default), ES256 or EdDSA; the last two publish /.well-known/jwks.json
+//	--jwt-key-file FILE      PEM private key (P-256 or Ed25519) that signs instead of the key in the database
+//	--jwt-previous-key-file FILE  the key file before, still published and verifying during a rotation
 //	--refresh-max-age D      longest a user's authorization of an app lasts (default 2160h, 90 days)
 //	--purge-interval D       how often expired tokens are deleted (default 1h; 0 disables)
 //
@@ -87,7 +89,12 @@
 // /.well-known/jwks.json (the jwks_uri of the metadata), so that other
 // services verify tokens without being able to sign them (bearer.RemoteKeys).
 // Changing --jwt-alg ends the access tokens signed before (an hour at most);
-// refresh tokens are not signed and keep working.
+// refresh tokens are not signed and keep working. To bring the key instead,
+// give --jwt-key-file FILE (WAYBILL_JWT_KEY_FILE), a PEM private key on
+// P-256 (ES256) or Ed25519 (EdDSA), as "openssl genpkey -algorithm ed25519"
+// writes it; its kid is its RFC 7638 thumbprint. Rotate it by starting
+// every replica with the new file as --jwt-key-file and the old one as
+// --jwt-previous-key-file, and dropping the old one an hour later.
 //
 // POST /auth/v1/oauth/revoke revokes a refresh token or an
 // authorization-code access token with its whole authorization; a

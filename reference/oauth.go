@@ -25,42 +25,71 @@ func newOAuthStore(db *sql.DB, d query.Dialect) *sqlstore.Store {
 	return sqlstore.New(db, d)
 }
 
-// signingKeys returns the keys that sign and verify tokens, of algorithm
-// alg (--jwt-alg: HS256, ES256 or EdDSA; "" is HS256). With --jwt-secret
-// (HS256 only) the raw secret is the key, and --jwt-previous-secret, while
-// set, still verifies the tokens the secret before it signed; its kid is
-// derived from the secret, so every replica names it alike. Without them
-// the key of alg is generated once and kept in the database (sealed with
-// --secrets-key), so replicas that share the database share the key; an
-// ES256 or EdDSA key is published at /.well-known/jwks.json. During a
-// rotation of the key in the database ("waybill admin keys rotate") the
-// staged next key and the previous key verify beside it.
+// signingConfig is where the keys that sign and verify tokens come from
+// (serve's --jwt-* flags).
+type signingConfig struct {
+	// alg is --jwt-alg: HS256, ES256 or EdDSA; "" is HS256, or the key
+	// file's algorithm.
+	alg string
+	// secret and previousSecret are --jwt-secret and --jwt-previous-secret.
+	secret, previousSecret string
+	// keyFile and previousKeyFile are --jwt-key-file and
+	// --jwt-previous-key-file.
+	keyFile, previousKeyFile string
+}
+
+// signingKeys returns the keys that sign and verify tokens, from one of
+// three places:
 //
-// Each algorithm has its own key in the database, and only the key of alg
-// signs and verifies: moving from one algorithm to another ends the
-// access tokens signed before (an hour at most; clients get a 401 and
-// refresh, since refresh tokens are not signed) and the list cursors
+//   - --jwt-secret (HS256 only): the raw secret is the key, and
+//     --jwt-previous-secret, while set, still verifies the tokens the
+//     secret before it signed; its kid is derived from the secret, so every
+//     replica names it alike.
+//   - --jwt-key-file (ES256 or EdDSA, by the key): a PEM private key, and
+//     --jwt-previous-key-file, while set, still verifies and is still
+//     published; the kid is the key's RFC 7638 thumbprint, so every replica
+//     given the file names it alike. Both keys must be of one algorithm.
+//     A file that others than its owner may read is logged as a warning.
+//   - neither: the key of alg is generated once and kept in the database
+//     (sealed with --secrets-key), so replicas that share the database
+//     share the key. During a rotation of that key ("waybill admin keys
+//     rotate") the staged next key and the previous key verify beside it.
+//
+// An ES256 or EdDSA key is published at /.well-known/jwks.json. Each
+// algorithm has its own key in the database, and only the configured key
+// signs and verifies: moving from one algorithm or key source to another
+// ends the access tokens signed before (an hour at most; clients get a 401
+// and refresh, since refresh tokens are not signed) and the list cursors
 // handed out before.
-func signingKeys(ctx context.Context, store *sqlstore.Store, alg, secret, previous string) (*bearer.KeySet, error) {
+func signingKeys(ctx context.Context, store *sqlstore.Store, c signingConfig, logger *slog.Logger) (*bearer.KeySet, error) {
+	switch {
+	case c.keyFile != "":
+		return keyFiles(c, logger)
+	case c.secret != "":
+		return secretKeys(c)
+	case c.previousSecret != "":
+		return nil, errors.New("--jwt-previous-secret needs --jwt-secret")
+	}
+	alg := c.alg
 	if alg == "" {
 		alg = bearer.HS256
 	}
-	if secret == "" {
-		if previous != "" {
-			return nil, errors.New("--jwt-previous-secret needs --jwt-secret")
-		}
-		key, others, err := store.SigningKeysFor(ctx, alg)
-		if err != nil {
-			return nil, fmt.Errorf("signing key: %w", explainSealing(err))
-		}
-		return bearer.NewKeySet(key, others...)
+	key, others, err := store.SigningKeysFor(ctx, alg)
+	if err != nil {
+		return nil, fmt.Errorf("signing key: %w", explainSealing(err))
 	}
-	if alg != bearer.HS256 {
-		return nil, fmt.Errorf("--jwt-secret is an HS256 key; with --jwt-alg %s the key is generated and kept in the database", alg)
+	return bearer.NewKeySet(key, others...)
+}
+
+// secretKeys returns the HS256 keys of --jwt-secret and
+// --jwt-previous-secret.
+func secretKeys(c signingConfig) (*bearer.KeySet, error) {
+	if c.alg != "" && c.alg != bearer.HS256 {
+		return nil, fmt.Errorf("--jwt-secret is an HS256 key; with --jwt-alg %s give --jwt-key-file, or neither and the key is generated and kept in the database", c.alg)
 	}
-	keys := []bearer.Key{bearer.SecretKey([]byte(secret))}
-	if previous != "" {
-		keys = append(keys, bearer.SecretKey([]byte(previous)))
+	keys := []bearer.Key{bearer.SecretKey([]byte(c.secret))}
+	if c.previousSecret != "" {
+		keys = append(keys, bearer.SecretKey([]byte(c.previousSecret)))
 	}
 	for _, k := range keys {
 		if len(k.Secret) < bearer.MinKeyLength {
@@ -68,6 +97,56 @@ func signingKeys(ctx context.Context, store *sqlstore.Store, alg, secret, previo
 		}
 	}
 	return bearer.NewKeySet(keys[0], keys[1:]...)
+}
+
+// keyFiles returns the keys of --jwt-key-file and --jwt-previous-key-file.
+func keyFiles(c signingConfig, logger *slog.Logger) (*bearer.KeySet, error) {
+	if c.secret != "" {
+		return nil, errors.New("give --jwt-secret (HS256) or --jwt-key-file (ES256 or EdDSA), not both")
+	}
+	current, err := readKeyFile("--jwt-key-file", c.keyFile, logger)
+	if err != nil {
+		return nil, err
+	}
+	if c.alg != "" && c.alg != current.Alg() {
+		return nil, fmt.Errorf("--jwt-key-file holds an %s key, and --jwt-alg is %s", current.Alg(), c.alg)
+	}
+	var previous []bearer.Key
+	if c.previousKeyFile != "" {
+		k, err := readKeyFile("--jwt-previous-key-file", c.previousKeyFile, logger)
+		if err != nil {
+			return nil, err
+		}
+		if k.Alg() != current.Alg() {
+			return nil, fmt.Errorf("--jwt-previous-key-file holds an %s key and --jwt-key-file an %s key; both must be of one algorithm", k.Alg(), current.Alg())
+		}
+		if k.ID != current.ID {
+			previous = append(previous, k)
+		}
+	}
+	return bearer.NewKeySet(current, previous...)
+}
+
+// readKeyFile reads and parses the PEM private key of flag at path. Its
+// content never reaches an error or a log.
+func readKeyFile(flag, path string, logger *slog.Logger) (bearer.Key, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return bearer.Key{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		logger.Warn("the signing key file may be read by others than its owner; make it readable by the server alone (chmod 600)",
+			"flag", flag, "path", path, "mode", info.Mode().Perm().String())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return bearer.Key{}, fmt.Errorf("%s: %w", flag, err)
+	}
+	key, err := bearer.ParsePrivateKeyPEM(data)
+	if err != nil {
+		return bearer.Key{}, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return key, nil
 }
 
 // newSealer returns the sealer of --secrets-key and --previous-secrets-key,

@@ -51,6 +51,13 @@ type serveConfig struct {
 	// empty), ES256 or EdDSA, whose public keys are published (see
 	// signingKeys).
 	JWTAlg string
+	// JWTKeyFile is a PEM file with the private key that signs tokens (a
+	// P-256 key for ES256, an Ed25519 key for EdDSA) instead of the key
+	// kept in the database; see signingKeys.
+	JWTKeyFile string
+	// JWTPreviousKeyFile still verifies the tokens of the key file before
+	// JWTKeyFile, during a rotation.
+	JWTPreviousKeyFile string
 	// SecretsKey encrypts the signing key kept in the database (see
 	// newSealer); empty keeps it in plain text, with a warning.
 	SecretsKey string
@@ -94,6 +101,8 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.StringVar(&cfg.JWTSecret, "jwt-secret", "", "raw HMAC `key` that signs tokens, at least 32 bytes (default: a key generated once and kept in the database)")
 	fs.StringVar(&cfg.JWTPreviousSecret, "jwt-previous-secret", "", "the `key` before --jwt-secret, still accepted for tokens it signed, during a rotation")
 	fs.StringVar(&cfg.JWTAlg, "jwt-alg", "", "`algorithm` that signs tokens: HS256 (a shared secret; the default), ES256 or EdDSA (a private key kept in the database, its public key published at /.well-known/jwks.json)")
+	fs.StringVar(&cfg.JWTKeyFile, "jwt-key-file", "", "PEM `file` with the private key that signs tokens, a P-256 key (ES256) or an Ed25519 key (EdDSA), as \"openssl genpkey -algorithm ed25519\" writes it (default: a key generated once and kept in the database); sets --jwt-alg")
+	fs.StringVar(&cfg.JWTPreviousKeyFile, "jwt-previous-key-file", "", "PEM `file` with the key before --jwt-key-file, whose public key is still published and whose tokens still verify, during a rotation")
 	fs.StringVar(&cfg.SecretsKey, "secrets-key", "", "`key` that encrypts the signing key kept in the database (AES-256-GCM): 32 random bytes in base64, as openssl rand -base64 32 prints; prefer the environment to the command line")
 	fs.StringVar(&cfg.PreviousSecretsKey, "previous-secrets-key", "", "the secrets `key` before --secrets-key, still accepted to decrypt, until \"waybill admin keys reencrypt\" has run")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", defaultDBMaxConns, "most PostgreSQL `connections` the server holds, kept open while used; replicas × this must stay below PostgreSQL's max_connections (behind PgBouncer: its max_client_conn)")
@@ -139,11 +148,20 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	if cfg.JWTPreviousSecret != "" && cfg.JWTSecret == "" {
 		return serveConfig{}, errors.New("serve: --jwt-previous-secret needs --jwt-secret, the secret that follows it")
 	}
+	if cfg.JWTPreviousKeyFile != "" && cfg.JWTKeyFile == "" {
+		return serveConfig{}, errors.New("serve: --jwt-previous-key-file needs --jwt-key-file, the key that follows it")
+	}
+	if cfg.JWTKeyFile != "" && cfg.JWTSecret != "" {
+		return serveConfig{}, errors.New("serve: give --jwt-secret (HS256) or --jwt-key-file (ES256 or EdDSA), not both")
+	}
 	switch cfg.JWTAlg {
 	case "", bearer.HS256:
+		if cfg.JWTAlg != "" && cfg.JWTKeyFile != "" {
+			return serveConfig{}, errors.New("serve: --jwt-key-file holds an ES256 or EdDSA key; --jwt-alg HS256 signs with a shared secret")
+		}
 	case bearer.ES256, bearer.EdDSA:
 		if cfg.JWTSecret != "" {
-			return serveConfig{}, fmt.Errorf("serve: --jwt-secret is an HS256 key; with --jwt-alg %s the key is generated and kept in the database", cfg.JWTAlg)
+			return serveConfig{}, fmt.Errorf("serve: --jwt-secret is an HS256 key; with --jwt-alg %s give --jwt-key-file, or neither and the key is generated and kept in the database", cfg.JWTAlg)
 		}
 	default:
 		return serveConfig{}, fmt.Errorf("serve: --jwt-alg must be HS256, ES256 or EdDSA, not %q", cfg.JWTAlg)
@@ -222,12 +240,15 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: %w", err)
 	}
 	store := newOAuthStore(db, dialect).WithSealer(sealer)
-	keys, err := signingKeys(ctx, store, cfg.JWTAlg, cfg.JWTSecret, cfg.JWTPreviousSecret)
+	keys, err := signingKeys(ctx, store, signingConfig{
+		alg: cfg.JWTAlg, secret: cfg.JWTSecret, previousSecret: cfg.JWTPreviousSecret,
+		keyFile: cfg.JWTKeyFile, previousKeyFile: cfg.JWTPreviousKeyFile,
+	}, logger)
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("serve: %w", err)
 	}
-	if sealer == nil && cfg.JWTSecret == "" {
+	if sealer == nil && cfg.JWTSecret == "" && cfg.JWTKeyFile == "" {
 		logger.Warn("the signing key is kept in the database unencrypted: anyone who reads the database or a backup of it can sign tokens for every organization; set --secrets-key (WAYBILL_SECRETS_KEY) to encrypt it")
 	}
 	url := "http://" + ln.Addr().String()
@@ -237,7 +258,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}
 	tokens := newOAuthServer(db, store, keys, issuer, logger)
 	tokens.RefreshMaxAge = cfg.RefreshMaxAge
-	cutoffs, err := newCutOffs(ctx, store)
+	cutoffs, err := newCutOffs(ctx, store, db, dialect, logger)
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("serve: load the cut-offs of disconnected apps: %w", err)

@@ -45,6 +45,7 @@ type endpointView struct {
 	BranchIDs      []string `json:"branch_ids"`
 	Status         string   `json:"status"`
 	DisabledReason *string  `json:"disabled_reason"`
+	ClientID       string   `json:"client_id"`
 	CreatedAt      jsonTime `json:"created_at"`
 	UpdatedAt      jsonTime `json:"updated_at"`
 	// Secret is set in the answer of POST only.
@@ -54,7 +55,7 @@ type endpointView struct {
 }
 
 // endpointColumns are the columns scanEndpoint reads.
-var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "created_at", "updated_at"}
+var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at"}
 
 // scanEndpoint reads a row of endpointColumns.
 func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
@@ -64,7 +65,7 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
 		branches         sql.NullString
 		created, updated any
 	)
-	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &created, &updated); err != nil {
+	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated); err != nil {
 		return nil, err
 	}
 	errs := []error{json.Unmarshal([]byte(types), &ep.EventTypes)}
@@ -341,7 +342,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	now := a.now()
 	ep := &endpointView{
 		ID: newID(), URL: *in.url, EventTypes: in.eventTypes, BranchIDs: in.branchIDs, Status: statusEnabled,
-		CreatedAt: jsonTime(now), UpdatedAt: jsonTime(now),
+		ClientID: t.Claims.ClientID, CreatedAt: jsonTime(now), UpdatedAt: jsonTime(now),
 	}
 	grantResources, grantBranches := a.grant(t)
 	// Number the events committed so far, so that the head read below
@@ -377,9 +378,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		}
 		text, args, err = d.SQL(sq.Insert(endpointsTable).
 			Columns("id", "organization_id", "url", "event_types", "branch_ids", "grant_resources", "grant_branches",
-				"secret", "secret_key_id", "status", "disabled_reason", "after_seq", "created_at", "updated_at").
+				"secret", "secret_key_id", "status", "disabled_reason", "client_id", "after_seq", "created_at", "updated_at").
 			Values(ep.ID, t.OrganizationID, ep.URL, jsonList(ep.EventTypes), jsonList(ep.BranchIDs), jsonList(grantResources), jsonList(grantBranches),
-				sealed, keyID, ep.Status, "", head, d.Timestamp(now), d.Timestamp(now)))
+				sealed, keyID, ep.Status, "", ep.ClientID, head, d.Timestamp(now), d.Timestamp(now)))
 		if err != nil {
 			return apierrors.Internal(err)
 		}

@@ -185,9 +185,9 @@ func (e *dispatchEnv) addEndpoint(s endpointSpec) (id, secret string) {
 	now := e.d.Timestamp(time.Now())
 	text, args, err := e.d.SQL(sq.Insert("waybill_webhook_endpoints").
 		Columns("id", "organization_id", "url", "event_types", "branch_ids", "grant_resources", "grant_branches",
-			"secret", "secret_key_id", "status", "after_seq", "created_at", "updated_at").
+			"secret", "secret_key_id", "status", "client_id", "after_seq", "created_at", "updated_at").
 		Values(id, s.Org, s.URL, list(s.Types), list(s.Branches), list(s.GrantResources), list(s.GrantBranches),
-			sealed, keyID, status, s.AfterSeq, now, now))
+			sealed, keyID, status, "client-1", s.AfterSeq, now, now))
 	require.NoError(e.t, err)
 	_, err = e.db.ExecContext(context.Background(), text, args...)
 	require.NoError(e.t, err)

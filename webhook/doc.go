@@ -20,6 +20,9 @@
 //     delivery fails every attempt while nothing else reaches it is
 //     disabled, with the reason shown. The events of one record reach an
 //     endpoint in their order.
+//   - DisableAppEndpoints disables the endpoints an app registered in an
+//     organization when the app is disconnected from it; a server calls it
+//     for every cut-off it learns of (bearer.CutOffList.OnCutOff).
 //   - Guard refuses endpoints at loopback, private and link-local
 //     addresses, when they are registered and again when each connection is
 //     made, unless the operator allows them.

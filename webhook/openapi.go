@@ -148,7 +148,7 @@ func oaSchemas() map[string]*openapi.Schema {
 	}
 	status := func() *openapi.Schema {
 		return &openapi.Schema{Type: "string", Enum: []any{statusEnabled, statusDisabled},
-			Description: "`enabled`, or `disabled`: by a PATCH, or by the server after deliveries kept failing (see `disabled_reason`). A disabled endpoint gets no deliveries; enabling it clears `disabled_reason`."}
+			Description: "`enabled`, or `disabled`: by a PATCH, by the server after deliveries kept failing, or when the app that registered it was disconnected from the organization (see `disabled_reason`). A disabled endpoint gets no deliveries; enabling it clears `disabled_reason`."}
 	}
 	endpointProps := func() []openapi.Property {
 		return []openapi.Property{
@@ -158,11 +158,13 @@ func oaSchemas() map[string]*openapi.Schema {
 			openapi.Prop("branch_ids", branchIDs()),
 			openapi.Prop("status", status()),
 			openapi.Prop("disabled_reason", &openapi.Schema{Type: []string{"string", "null"}, Description: "Why the endpoint is disabled; null while it is enabled."}),
+			openapi.Prop("client_id", &openapi.Schema{Type: "string",
+				Description: "The app whose token registered the endpoint. Disconnecting the app from the organization disables the endpoints it registered."}),
 			openapi.Prop("created_at", timestamp("When the endpoint was registered.")),
 			openapi.Prop("updated_at", timestamp("When the endpoint was last changed.")),
 		}
 	}
-	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "created_at", "updated_at"}
+	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at"}
 	endpointSchema := openapi.Object(endpointRequired, endpointProps()...)
 	endpointSchema.Description = "A webhook endpoint. Its signing secret is shown once, when it is created (WebhookEndpointCreated), and never again."
 	created := openapi.Object(append(append([]string{}, endpointRequired...), "secret"), append(endpointProps(),

@@ -3,6 +3,7 @@ package bearer
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -53,8 +54,19 @@ type CutOffList struct {
 	// lifetime of an access token, past which a cut-off refuses nothing.
 	// Zero means DefaultCutOffWindow.
 	Window time.Duration
+	// OnCutOff, when set, is called by Refresh once for every cut-off it
+	// loads that it did not hand to OnCutOff before (the latest of each
+	// app and organization), after the list is updated: what else a
+	// cut-off must end, such as the app's webhook endpoints, ends there.
+	// A cut-off whose call fails is handed again at the next Refresh. The
+	// first Refresh hands every cut-off of the window, so OnCutOff must be
+	// idempotent: every process runs it, and a restart runs it again.
+	OnCutOff func(ctx context.Context, c CutOff) error
 
 	cutoffs atomic.Pointer[map[cutOffKey]time.Time]
+
+	mu      sync.Mutex              // serializes the calls of OnCutOff
+	handled map[cutOffKey]time.Time // what OnCutOff was given, and took
 }
 
 type cutOffKey struct{ organizationID, clientID string }
@@ -74,7 +86,9 @@ func (l *CutOffList) CutOff(organizationID, clientID string, issuedAt time.Time)
 	return ok && issuedAt.Unix() <= at.Unix()
 }
 
-// Refresh reloads the list from Source. On an error the list it had stays.
+// Refresh reloads the list from Source, then hands the cut-offs new to it
+// to OnCutOff. On an error of Source the list it had stays; the errors of
+// OnCutOff are returned joined, after the list was updated.
 func (l *CutOffList) Refresh(ctx context.Context) error {
 	if l.Source == nil {
 		return errors.New("bearer: a CutOffList needs a Source")
@@ -95,7 +109,26 @@ func (l *CutOffList) Refresh(ctx context.Context) error {
 		}
 	}
 	l.cutoffs.Store(&m)
-	return nil
+	if l.OnCutOff == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.handled == nil {
+		l.handled = map[cutOffKey]time.Time{}
+	}
+	var errs []error
+	for k, at := range m {
+		if !at.After(l.handled[k]) {
+			continue
+		}
+		if err := l.OnCutOff(ctx, CutOff{OrganizationID: k.organizationID, ClientID: k.clientID, At: at}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		l.handled[k] = at
+	}
+	return errors.Join(errs...)
 }
 
 // Run refreshes the list every interval until ctx is done, passing each

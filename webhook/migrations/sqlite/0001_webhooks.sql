@@ -8,7 +8,9 @@
 -- those its grant allows: the resources whose read scope, and the branches
 -- (NULL: all), the token that last set event_types or branch_ids had.
 -- secret is the signing secret, sealed (AES-256-GCM) under the secrets key
--- named by secret_key_id, or in clear when secret_key_id is ''.
+-- named by secret_key_id, or in clear when secret_key_id is ''. client_id
+-- is the app whose token registered the endpoint: when the app is
+-- disconnected from the organization, its endpoints are disabled.
 CREATE TABLE waybill_webhook_endpoints (
     id              text PRIMARY KEY,
     organization_id text NOT NULL,
@@ -21,6 +23,7 @@ CREATE TABLE waybill_webhook_endpoints (
     secret_key_id   text NOT NULL DEFAULT '',
     status          text NOT NULL CHECK (status IN ('enabled', 'disabled')),
     disabled_reason text NOT NULL DEFAULT '',
+    client_id       text NOT NULL,
     after_seq       integer NOT NULL,
     created_at      text NOT NULL,
     updated_at      text NOT NULL
@@ -69,4 +72,13 @@ CREATE TABLE waybill_webhook_attempts (
     error       text NOT NULL DEFAULT '',
     duration_ms integer NOT NULL,
     PRIMARY KEY (delivery_id, n)
+);
+
+-- The cut-offs of apps whose endpoints were disabled (DisableAppEndpoints):
+-- each is handled once, by whichever process sees it first.
+CREATE TABLE waybill_webhook_cutoffs (
+    organization_id text NOT NULL,
+    client_id       text NOT NULL,
+    at              text NOT NULL,
+    PRIMARY KEY (organization_id, client_id, at)
 );

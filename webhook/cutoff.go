@@ -1,0 +1,65 @@
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
+
+	"github.com/waybillhq/waybill/query"
+)
+
+// DisableAppEndpoints ends what an app registered when it is cut off from
+// an organization (disconnected at at): every enabled endpoint of the
+// organization that a token of the app clientID registered is disabled,
+// with a disabled_reason that says so, and gets nothing more until
+// another app of the organization, or the app once connected again,
+// enables it.
+//
+// Each cut-off is handled once, by the first process that calls it: a
+// call for a cut-off handled before disables nothing, so an endpoint the
+// app enabled again after connecting again stays enabled. It returns how
+// many endpoints it disabled. A server calls it for every cut-off it
+// learns of (bearer.CutOffList.OnCutOff), and so does a command that
+// disconnects an app.
+func DisableAppEndpoints(ctx context.Context, db *sql.DB, d query.Dialect, organizationID, clientID string, at time.Time) (int, error) {
+	at = at.UTC()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("webhook: disable the endpoints of app %s: %w", clientID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	text, args, err := d.SQL(sq.Insert("waybill_webhook_cutoffs").Columns("organization_id", "client_id", "at").
+		Values(organizationID, clientID, d.Timestamp(at)).Suffix("ON CONFLICT DO NOTHING"))
+	if err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, text, args...)
+	if err != nil {
+		return 0, fmt.Errorf("webhook: record the cut-off of app %s: %w", clientID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return 0, err // handled before
+	}
+	reason := fmt.Sprintf("the app %s that registered it was disconnected from the organization at %s", clientID, at.Format(time.RFC3339))
+	text, args, err = d.SQL(sq.Update(endpointsTable).
+		Set("status", statusDisabled).Set("disabled_reason", reason).Set("updated_at", d.Timestamp(time.Now())).
+		Where(sq.Eq{"organization_id": organizationID, "client_id": clientID, "status": statusEnabled}))
+	if err != nil {
+		return 0, err
+	}
+	res, err = tx.ExecContext(ctx, text, args...)
+	if err != nil {
+		return 0, fmt.Errorf("webhook: disable the endpoints of app %s: %w", clientID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("webhook: disable the endpoints of app %s: %w", clientID, err)
+	}
+	return int(n), nil
+}
