@@ -62,12 +62,20 @@ func PayloadTooLargeResponse(limit int) *Response {
 }
 
 // Headers returns the header components every Waybill endpoint may use:
-// WWW-Authenticate (the RFC 6750 challenge of a 401), ScopeChallenge (the
+// ETag and Idempotent-Replayed (of safe writes), WWW-Authenticate (the RFC 6750 challenge of a 401), ScopeChallenge (the
 // challenge of insufficient_scope), Retry-After, RateLimit-Policy and
 // RateLimit (draft-ietf-httpapi-ratelimit-headers-11), and Cache-Control
 // (no-store, for responses with credentials).
 func Headers() map[string]*Header {
 	return map[string]*Header{
+		"ETag": {
+			Description: "The record's version: a strong entity tag that changes with every write of the record (RFC 9110 section 8.8.3). Send it in `If-Match` to write only that version, or in `If-None-Match` to read only a newer one.",
+			Schema:      &Schema{Type: "string", Examples: []any{`"dGhlIHJlY29yZCB2ZXJzaW9u"`}}, Required: true,
+		},
+		"Idempotent-Replayed": {
+			Description: "`true` on the stored answer that a request repeating an `Idempotency-Key` gets; absent on the first answer.",
+			Schema:      &Schema{Type: "string", Const: "true"},
+		},
 		"WWW-Authenticate": {
 			Description: "The RFC 6750 challenge: `Bearer realm=\"...\"` for a missing token (the `realm` names the server's protection space, when it has one); with `error` and `error_description`, and for `insufficient_scope` the `scope` needed, otherwise. The challenges of an API that publishes its protected resource metadata (RFC 9728) end with `resource_metadata=\"<URL of the metadata>\"`, where a client finds the authorization servers and scopes of the API.",
 			Schema:      &Schema{Type: "string"}, Required: true,

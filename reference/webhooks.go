@@ -22,7 +22,7 @@ func newWebhookAPI(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bo
 		DB: api.DB, Dialect: api.Dialect, Verifier: api.Verifier, Branches: api.Branches,
 		Resources: api.Resources(), Guard: webhook.Guard{AllowPrivate: allowPrivate},
 		Middleware: api.Middleware, Logger: logger, Realm: realm,
-		ResourceMetadata: api.ResourceMetadata,
+		ResourceMetadata: api.ResourceMetadata, IdempotencyTTL: api.IdempotencyTTL,
 	}
 	if sealer != nil { // a nil *oauth.Sealer in the interface would not read as none
 		a.Sealer = sealer

@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/conditional"
+	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/internal/sqlerr"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/tenancy"
@@ -169,10 +171,10 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 // err as refuse judges it (see writeError).
 func (h *handlers) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) {
 	var stale *staleRecord
-	var rep *replayed
+	var rep *idempotency.Replayed
 	switch {
 	case errors.As(err, &rep):
-		h.replay(w, r, idempotentOf(r), rep.answer)
+		h.replay(w, r, idempotentOf(r), rep.Answer)
 	case errors.As(err, &stale):
 		h.writeStale(w, stale)
 	default:
@@ -189,11 +191,11 @@ func (h *handlers) recordAnswer(status int, vals []any, location string) (*answe
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
-	a := &answer{status: status, headers: map[string]string{"ETag": etagOf(buf[len(`{"data":`):])}}
+	a := &answer{Status: status, Headers: map[string]string{"ETag": conditional.ETag(buf[len(`{"data":`):])}}
 	if location != "" {
-		a.headers["Location"] = location
+		a.Headers["Location"] = location
 	}
-	a.body = append(buf, `,"version":"`+Version+`"}`...)
+	a.Body = append(buf, `,"version":"`+Version+`"}`...)
 	return a, nil
 }
 
@@ -208,11 +210,11 @@ func (h *handlers) rememberFor(r *http.Request, tx *sql.Tx, t tenancy.Tenant, a 
 }
 
 // send writes a.
-func (a *answer) send(w http.ResponseWriter) {
-	for k, v := range a.headers {
+func send(w http.ResponseWriter, a *answer) {
+	for k, v := range a.Headers {
 		w.Header().Set(k, v)
 	}
-	writeJSON(w, a.status, a.body)
+	writeJSON(w, a.Status, a.Body)
 }
 
 // create is POST {prefix}/{scopeId}/{resource}.
@@ -255,7 +257,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		if err := h.rememberFor(r, tx, t, a); err != nil {
 			return err
 		}
-		change, err = h.appendChange(r.Context(), tx, t, Created, id, nil, vals, a.record(), wr.Time)
+		change, err = h.appendChange(r.Context(), tx, t, Created, id, nil, vals, record(a), wr.Time)
 		return err
 	})
 	if err != nil {
@@ -263,7 +265,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.committed(change)
-	a.send(w)
+	send(w, a)
 }
 
 // update is PATCH {prefix}/{scopeId}/{resource}/{id}.
@@ -309,7 +311,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		if len(changes) == 0 {
 			return nil // nothing was written
 		}
-		change, err = h.appendChange(r.Context(), tx, t, Updated, id, current, vals, a.record(), at)
+		change, err = h.appendChange(r.Context(), tx, t, Updated, id, current, vals, record(a), at)
 		return err
 	})
 	if err != nil {
@@ -317,7 +319,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.committed(change)
-	a.send(w)
+	send(w, a)
 }
 
 // applyUpdate runs the update hooks, checks the references and writes
@@ -667,9 +669,9 @@ func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		etag := a.headers["ETag"]
-		if l, ok := ifNoneMatch(r); ok && l.matches(etag, true) {
-			notModified(w, etag)
+		etag := a.Headers["ETag"]
+		if l, ok := conditional.IfNoneMatch(r); ok && l.Matches(etag, true) {
+			conditional.NotModified(w, etag)
 			return
 		}
 		only, err := h.fields(r)
@@ -678,15 +680,15 @@ func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status in
 			return
 		}
 		if only != nil {
-			body := append(make([]byte, 0, len(a.body)), `{"data":`...)
+			body := append(make([]byte, 0, len(a.Body)), `{"data":`...)
 			if body, err = h.appendFields(body, vals, only); err != nil {
 				h.registry.errors().Write(w, r, apierrors.Internal(err))
 				return
 			}
-			a.body = append(body, `,"version":"`+Version+`"}`...)
+			a.Body = append(body, `,"version":"`+Version+`"}`...)
 		}
 	}
-	a.send(w)
+	send(w, a)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

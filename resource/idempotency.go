@@ -3,21 +3,16 @@ package resource
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"embed"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
-	"time"
 
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -56,14 +51,10 @@ import (
 // DefaultIdempotencyTTL is how long an idempotency key is kept when
 // Registry.IdempotencyTTL is zero: long enough for the retries of a day's
 // sync job.
-const DefaultIdempotencyTTL = 24 * time.Hour
+const DefaultIdempotencyTTL = idempotency.DefaultTTL
 
-const (
-	idempotencyTable     = "waybill_idempotency_keys"
-	maxIdempotencyKeyLen = 255
-	// migrationsTable records the versions of the registry's own tables.
-	migrationsTable = "waybill_resource_migrations"
-)
+// migrationsTable records the versions of the registry's own tables.
+const migrationsTable = "waybill_resource_migrations"
 
 //go:embed migrations/postgres/*.sql migrations/sqlite/*.sql
 var migrations embed.FS
@@ -83,7 +74,7 @@ func (g *Registry) Migrate(ctx context.Context) error {
 // returns how many it deleted. Expired keys are never replayed; purging only
 // keeps the table small.
 func (g *Registry) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
-	text, args, err := g.Dialect.SQL(sq.Delete(idempotencyTable).Where("expires_at < ?", g.Dialect.Timestamp(g.now())))
+	text, args, err := g.Dialect.SQL(sq.Delete(idempotency.Table).Where("expires_at < ?", g.Dialect.Timestamp(g.now())))
 	if err != nil {
 		return 0, err
 	}
@@ -94,11 +85,9 @@ func (g *Registry) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
 	return res.RowsAffected()
 }
 
-func (g *Registry) idempotencyTTL() time.Duration {
-	if g.IdempotencyTTL > 0 {
-		return g.IdempotencyTTL
-	}
-	return DefaultIdempotencyTTL
+// idempotencyStore is the store of the registry's idempotency keys.
+func (g *Registry) idempotencyStore() idempotency.Store {
+	return idempotency.Store{Dialect: g.Dialect, TTL: g.IdempotencyTTL, Now: g.now}
 }
 
 // idempotent is the Idempotency-Key of a request and what it asked.
@@ -109,41 +98,10 @@ type idempotent struct {
 
 type idempotentKey struct{}
 
-// idempotencyKey returns the Idempotency-Key of r; ok is false without one.
-func idempotencyKey(r *http.Request) (key string, ok bool, err error) {
-	vs := r.Header.Values("Idempotency-Key")
-	switch len(vs) {
-	case 0:
-		return "", false, nil
-	case 1:
-	default:
-		return "", false, apierrors.InvalidRequest("Idempotency-Key is sent more than once; send it once")
-	}
-	key = strings.TrimSpace(vs[0])
-	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
-		key = key[1 : len(key)-1]
-	}
-	if key == "" || len(key) > maxIdempotencyKeyLen {
-		return "", false, apierrors.InvalidRequest("Idempotency-Key must be 1 to %d characters, e.g. a UUID", maxIdempotencyKeyLen)
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return "", false, apierrors.InvalidRequest("Idempotency-Key may hold visible ASCII characters only (no spaces, quotes or backslashes), e.g. a UUID")
-		}
-	}
-	return key, true, nil
-}
-
-// fingerprint is the SHA-256 of what a write asks: its method, resource,
-// tenant, record id and body.
+// fingerprint is what a write asks: its method, resource, tenant, record
+// id and body.
 func fingerprint(r *http.Request, resource string, t tenancy.Tenant, body []byte) string {
-	h := sha256.New()
-	for _, s := range []string{r.Method, resource, t.OrganizationID, t.BranchID, r.PathValue("id")} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
+	return idempotency.Fingerprint(body, r.Method, resource, t.OrganizationID, t.BranchID, r.PathValue("id"))
 }
 
 // idempotency reads the Idempotency-Key of a POST or PATCH and hands it,
@@ -153,7 +111,7 @@ func fingerprint(r *http.Request, resource string, t tenancy.Tenant, body []byte
 // and given to next unchanged.
 func (h *handlers) idempotency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok, err := idempotencyKey(r)
+		key, ok, err := idempotency.Key(r)
 		if err != nil {
 			h.registry.errors().Write(w, r, err)
 			return
@@ -177,7 +135,7 @@ func (h *handlers) idempotency(next http.Handler) http.Handler {
 		t := tenant(r)
 		idem := &idempotent{key: key, fingerprint: fingerprint(r, h.resource.Name, t, body)}
 		if h.registry.Middleware != nil {
-			stored, err := h.storedAnswer(r.Context(), h.db(), t, key)
+			stored, err := h.registry.idempotencyStore().Lookup(r.Context(), h.db(), t.OrganizationID, t.Claims.ClientID, key)
 			if err != nil {
 				h.registry.errors().Write(w, r, apierrors.Internal(err))
 				return
@@ -199,127 +157,25 @@ func idempotentOf(r *http.Request) *idempotent {
 }
 
 // answer is the answer of a write, as stored for replay.
-type answer struct {
-	fingerprint string
-	status      int
-	headers     map[string]string
-	body        []byte
-}
+type answer = idempotency.Answer
 
 // record returns the record in the body of an answer that recordAnswer
 // made: the value of its "data" member.
-func (a *answer) record() []byte {
-	return a.body[len(`{"data":`) : len(a.body)-len(`,"version":"`+Version+`"}`)]
+func record(a *answer) []byte {
+	return a.Body[len(`{"data":`) : len(a.Body)-len(`,"version":"`+Version+`"}`)]
 }
 
-// replayed is the error of a write whose Idempotency-Key another request
-// stored an answer for while this one ran: its transaction is rolled back
-// and the stored answer is given instead.
-type replayed struct{ answer *answer }
-
-func (e *replayed) Error() string { return "resource: the idempotency key has an answer" }
-
-// storedAnswer returns the answer stored for key in the tenant for the
-// token's client, or nil when there is none or it has expired.
-func (h *handlers) storedAnswer(ctx context.Context, q querier, t tenancy.Tenant, key string) (*answer, error) {
-	d := h.dialect()
-	text, args, err := d.SQL(sq.Select("fingerprint", "status", "headers", "body").From(idempotencyTable).
-		Where("organization_id = ? AND client_id = ? AND idempotency_key = ? AND expires_at > ?",
-			t.OrganizationID, t.Claims.ClientID, key, d.Timestamp(h.registry.now())))
-	if err != nil {
-		return nil, err
-	}
-	var a answer
-	var headers, body string
-	err = q.QueryRowContext(ctx, text, args...).Scan(&a.fingerprint, &a.status, &headers, &body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("resource: read idempotency key: %w", err)
-	}
-	if err := json.Unmarshal([]byte(headers), &a.headers); err != nil {
-		return nil, fmt.Errorf("resource: read idempotency key: headers: %w", err)
-	}
-	a.body = []byte(body)
-	return &a, nil
-}
-
-// remember stores a, the answer of the write of tx, for idem. When another
-// request with the key stored its answer first (it committed while this
-// one ran), it returns a *replayed with that answer. A request that waits
-// for another one with its key past its deadline is 409
-// idempotency_in_progress.
+// remember stores a, the answer of the write of tx, for idem (see
+// idempotency.Store.Remember).
 func (h *handlers) remember(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, idem *idempotent, a *answer) error {
-	d := h.dialect()
-	now := h.registry.now()
-	headers, err := json.Marshal(a.headers)
-	if err != nil {
-		return err
-	}
-	cols := []string{"organization_id", "client_id", "idempotency_key", "fingerprint", "status", "headers", "body", "created_at", "expires_at"}
-	vals := []any{t.OrganizationID, t.Claims.ClientID, idem.key, idem.fingerprint, a.status, string(headers), string(a.body),
-		d.Timestamp(now), d.Timestamp(now.Add(h.registry.idempotencyTTL()))}
-	text, args, err := d.SQL(sq.Insert(idempotencyTable).Columns(cols...).Values(vals...).
-		Suffix("ON CONFLICT (organization_id, client_id, idempotency_key) DO NOTHING"))
-	if err != nil {
-		return err
-	}
-	res, err := tx.ExecContext(ctx, text, args...)
-	if err != nil {
-		if ctx.Err() != nil {
-			// Waiting on the key's row: the first request still runs.
-			return apierrors.New(apierrors.CodeIdempotencyInProgress,
-				"a request with this Idempotency-Key is still being served; retry once it has been answered")
-		}
-		return fmt.Errorf("resource: store idempotency key: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
-	}
-	stored, err := h.storedAnswer(ctx, tx, t, idem.key)
-	if err != nil {
-		return err
-	}
-	if stored != nil {
-		return &replayed{answer: stored}
-	}
-	// The key's row has expired: it is this request's now, unless another
-	// request took it first, whose answer is then given.
-	set := map[string]any{}
-	for i, c := range cols[3:] {
-		set[c] = vals[3+i]
-	}
-	text, args, err = d.SQL(sq.Update(idempotencyTable).SetMap(set).
-		Where("organization_id = ? AND client_id = ? AND idempotency_key = ? AND expires_at <= ?",
-			t.OrganizationID, t.Claims.ClientID, idem.key, d.Timestamp(now)))
-	if err != nil {
-		return err
-	}
-	res, err = tx.ExecContext(ctx, text, args...)
-	if err != nil {
-		return fmt.Errorf("resource: store idempotency key: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
-	}
-	if stored, err = h.storedAnswer(ctx, tx, t, idem.key); err != nil || stored == nil {
-		return errors.Join(err, errors.New("resource: the idempotency key's row changed while it was taken"))
-	}
-	return &replayed{answer: stored}
+	a.Fingerprint = idem.fingerprint
+	return h.registry.idempotencyStore().Remember(ctx, tx, t.OrganizationID, t.Claims.ClientID, idem.key, a)
 }
 
 // replay answers with a stored answer when the request is the one it
 // answered, else with 422 idempotency_key_reused.
 func (h *handlers) replay(w http.ResponseWriter, r *http.Request, idem *idempotent, a *answer) {
-	if a.fingerprint != idem.fingerprint {
-		h.registry.errors().Write(w, r, apierrors.New(apierrors.CodeIdempotencyKeyReused,
-			"this Idempotency-Key was used for another request (another method, record or body); nothing was changed. Send a new key with a new request"))
-		return
+	if err := idempotency.Replay(w, idem.fingerprint, a); err != nil {
+		h.registry.errors().Write(w, r, err)
 	}
-	for k, v := range a.headers {
-		w.Header().Set(k, v)
-	}
-	w.Header().Set("Idempotent-Replayed", "true")
-	writeJSON(w, a.status, bytes.TrimSuffix(a.body, []byte("\n")))
 }

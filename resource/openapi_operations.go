@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/openapi"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -237,10 +238,10 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *openapi.Operation
 	return &openapi.Operation{
 		Tags: []string{r.Name}, Summary: "Get " + n.one, OperationID: "get" + n.singleOp,
 		Description: strings.Join(desc, "\n\n"),
-		Parameters:  []*openapi.Parameter{oaFields(r), oaIfNoneMatch()},
+		Parameters:  []*openapi.Parameter{oaFields(r), openapi.IfNoneMatchParameter()},
 		Responses: map[string]*openapi.Response{
 			"200": oaSuccess("The "+oaWords(Singular(r.Name))+".", n.schema+"ItemEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
-			"304": oaNotModified(),
+			"304": openapi.NotModifiedResponse(),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.ReadScope(), oaRead),
 			"404": oaNotFound(true, n),
@@ -259,7 +260,7 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operat
 			oaScopeSentence(r.ScopeType, oaCreate),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
-		Parameters: []*openapi.Parameter{oaIdempotencyKey(b.g)},
+		Parameters: []*openapi.Parameter{openapi.IdempotencyKeyParameter(idempotency.MaxKeyLen, b.g.idempotencyStore().TTLOrDefault())},
 		RequestBody: &openapi.RequestBody{
 			Description: "The new record: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
 			Required:    true,
@@ -269,8 +270,8 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operat
 			"201": oaSuccess("The new record.", n.schema+"ItemEnvelope", map[string]*openapi.Header{
 				"Location": openapi.HeaderRef("Location"), "ETag": openapi.HeaderRef("ETag"), "Idempotent-Replayed": openapi.HeaderRef("Idempotent-Replayed"),
 			}),
-			"409": b.shared("IdempotencyInProgress", oaIdempotencyConflict),
-			"422": b.shared("IdempotencyKeyReused", oaIdempotencyReused),
+			"409": b.shared("IdempotencyInProgress", openapi.IdempotencyInProgressResponse),
+			"422": b.shared("IdempotencyKeyReused", openapi.IdempotencyKeyReusedResponse),
 			"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
 				"`invalid_create`: a field that is unknown or may not be sent on create (`id`, `organization_id`, `branch_id` and the server-set fields never may), a value of the wrong type, out of range, too long or not one of the enum's values, a missing required field, or a rule of the resource (a status flow) that the record breaks.\n\n"+
 				"`create_failed`: the database refused the record: a reference to no record of this tenant, or a duplicate of a unique value.",
@@ -303,7 +304,7 @@ func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *openapi.Operat
 			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
-		Parameters: []*openapi.Parameter{oaIfMatch(r), oaIdempotencyKey(b.g)},
+		Parameters: []*openapi.Parameter{openapi.IfMatchParameter(r.RequireIfMatch), openapi.IdempotencyKeyParameter(idempotency.MaxKeyLen, b.g.idempotencyStore().TTLOrDefault())},
 		RequestBody: &openapi.RequestBody{
 			Description: "The changes: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
 			Required:    true,
@@ -313,9 +314,9 @@ func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *openapi.Operat
 			"200": oaSuccess("The record after the change.", n.schema+"ItemEnvelope", map[string]*openapi.Header{
 				"ETag": openapi.HeaderRef("ETag"), "Idempotent-Replayed": openapi.HeaderRef("Idempotent-Replayed"),
 			}),
-			"409": b.shared("IdempotencyInProgress", oaIdempotencyConflict),
-			"412": oaPreconditionFailed(n),
-			"422": b.shared("IdempotencyKeyReused", oaIdempotencyReused),
+			"409": b.shared("IdempotencyInProgress", openapi.IdempotencyInProgressResponse),
+			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef(n.schema), Version),
+			"422": b.shared("IdempotencyKeyReused", openapi.IdempotencyKeyReusedResponse),
 			"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
 				"`invalid_update`: a field that is unknown or may not be changed, a value of the wrong type, out of range, too long or not one of the enum's values, null for a field that may not be null, a move the resource's rules forbid (a status flow), or a change the database refused (a reference to no record of this tenant, a duplicate of a unique value).",
 				oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object"),
@@ -339,10 +340,10 @@ func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *openapi.Operat
 			oaScopeSentence(r.ScopeType, oaChange),
 			oaNeedsScope(r.WriteScope()),
 		}, "\n\n"),
-		Parameters: []*openapi.Parameter{oaIfMatch(r)},
+		Parameters: []*openapi.Parameter{openapi.IfMatchParameter(r.RequireIfMatch)},
 		Responses: map[string]*openapi.Response{
 			"200": oaSuccess("The deleted record.", n.schema+"ItemEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
-			"412": oaPreconditionFailed(n),
+			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef(n.schema), Version),
 			"400": openapi.ErrorResponse("`invalid_request`: a rule of the resource refused the delete, or the database refused it for a reason other than a reference.",
 				oaErr(apierrors.CodeInvalidRequest, "the database refused the values: a constraint is not met")),
 			"401": b.shared("Unauthorized", oaUnauthorized),

@@ -66,6 +66,12 @@ const apiVersion = resource.Version
 // id that is not a UUID, and an endpoint or delivery of another
 // organization are all 404 not_found. Other methods get 405 with Allow.
 //
+// The writes are as safe to retry as the resources':
+// POST and PATCH take an Idempotency-Key, whose replay of a create shows
+// the secret again; every answer with one endpoint carries its ETag, GET
+// takes If-None-Match (304) and PATCH and DELETE If-Match (412
+// precondition_failed with the endpoint as stored).
+//
 // # Bodies
 //
 // POST takes {"url", "event_types", "branch_ids"}, PATCH any of "url",
@@ -77,7 +83,8 @@ const apiVersion = resource.Version
 // member twice, is 400 invalid_request. An endpoint answers as
 //
 //	{"id", "url", "event_types", "branch_ids" (null: every branch), "status",
-//	 "disabled_reason" (null while enabled), "created_at", "updated_at"}
+//	 "disabled_reason" (null while enabled), "client_id" (the app that
+//	 registered it), "created_at", "updated_at"}
 //
 // and the answer of POST alone adds "secret": the signing secret
 // ("whsec_..."), which no other answer and no log line ever shows again.
@@ -186,6 +193,10 @@ type API struct {
 	// MaxEndpoints is how many endpoints one organization may have; 0
 	// means DefaultMaxEndpoints.
 	MaxEndpoints int
+	// IdempotencyTTL is how long the answer of a write sent with an
+	// Idempotency-Key is kept for its retries; 0 means 24 hours. Give the
+	// registry's (resource.Registry.IdempotencyTTL): the keys are shared.
+	IdempotencyTTL time.Duration
 }
 
 // defaultPrefixes are the prefixes of an API without Prefixes.
@@ -234,18 +245,27 @@ func (a *API) Mount(mux *http.ServeMux) {
 		}
 		return mw(next)
 	}
+	// A write's Idempotency-Key is looked up before Middleware: a replay
+	// is not charged by a rate limit.
+	wrapWrite := func(f http.HandlerFunc) http.Handler {
+		var next http.Handler = f
+		if a.Middleware != nil {
+			next = a.Middleware(next)
+		}
+		return mw(a.idempotent(next))
+	}
 	for _, p := range a.prefixes() {
 		collection := p + "/{organizationId}/webhook_endpoints"
 		item := collection + "/{id}"
 		deliveries := item + "/deliveries"
 		redeliver := deliveries + "/{delivery_id}/redeliver"
 		mux.Handle("GET "+collection, wrap(a.list))
-		mux.Handle("POST "+collection, wrap(a.create))
+		mux.Handle("POST "+collection, wrapWrite(a.create))
 		mux.Handle("GET "+item, wrap(a.get))
-		mux.Handle("PATCH "+item, wrap(a.update))
+		mux.Handle("PATCH "+item, wrapWrite(a.update))
 		mux.Handle("DELETE "+item, wrap(a.delete))
 		mux.Handle("GET "+deliveries, wrap(a.listDeliveries))
-		mux.Handle("POST "+redeliver, wrap(a.redeliver))
+		mux.Handle("POST "+redeliver, wrapWrite(a.redeliver))
 		mux.Handle(collection, a.methodNotAllowed("GET", "HEAD", "POST"))
 		mux.Handle(item, a.methodNotAllowed("GET", "HEAD", "PATCH", "DELETE"))
 		mux.Handle(deliveries, a.methodNotAllowed("GET", "HEAD"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -303,7 +305,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := a.Dialect
-	var dl *deliveryView
+	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := a.endpointFor(ctx, tx, t, rc, id, false); err != nil {
 			return err
@@ -349,12 +351,16 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		dl = list[0]
-		return nil
+		body, err := json.Marshal(envelope{Data: list[0], Version: apiVersion})
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		ans = &idempotency.Answer{Status: http.StatusAccepted, Body: body}
+		return a.remember(ctx, tx, r, ans)
 	})
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.writeFailedWrite(w, r, err)
 		return
 	}
-	a.writeJSON(w, r, http.StatusAccepted, envelope{Data: dl, Version: apiVersion})
+	send(w, ans)
 }

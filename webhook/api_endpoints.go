@@ -13,6 +13,8 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/conditional"
+	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -357,6 +359,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		sealed, keyID = a.Sealer.Seal([]byte(secret), []byte(ep.ID))
 	}
 	d := a.Dialect
+	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
 		if err := a.lockOrganization(ctx, tx, t.OrganizationID); err != nil {
 			return dbError("lock", err)
@@ -387,17 +390,29 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		if _, err := tx.ExecContext(ctx, text, args...); err != nil {
 			return dbError("insert endpoint", err)
 		}
-		return nil
+		ep.show()
+		// The answer is kept without the secret (see replay).
+		ans, err = endpointAnswer(http.StatusCreated, ep, map[string]string{
+			"Location":      location(r, ep.ID),
+			"Cache-Control": "no-store", // the answer holds a credential
+		})
+		if err != nil {
+			return err
+		}
+		return a.remember(ctx, tx, r, ans)
 	})
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.writeFailedWrite(w, r, err)
 		return
 	}
-	ep.show()
 	ep.Secret = secret
-	w.Header().Set("Location", location(r, ep.ID))
-	w.Header().Set("Cache-Control", "no-store") // the answer holds a credential
-	a.writeJSON(w, r, http.StatusCreated, envelope{Data: ep, Version: apiVersion})
+	body, err := json.Marshal(envelope{Data: ep, Version: apiVersion})
+	if err != nil {
+		a.errors().Write(w, r, apierrors.Internal(err))
+		return
+	}
+	ans.Body = body
+	send(w, ans)
 }
 
 // errNoEndpoint is the answer for an id that names no endpoint of the
@@ -505,7 +520,16 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 		a.errors().Write(w, r, err)
 		return
 	}
-	a.writeJSON(w, r, http.StatusOK, envelope{Data: ep, Version: apiVersion})
+	ans, err := endpointAnswer(http.StatusOK, ep, nil)
+	if err != nil {
+		a.errors().Write(w, r, err)
+		return
+	}
+	if l, ok := conditional.IfNoneMatch(r); ok && l.Matches(ans.Headers["ETag"], true) {
+		conditional.NotModified(w, ans.Headers["ETag"])
+		return
+	}
+	send(w, ans)
 }
 
 // endpointList is the answer of the list.
@@ -609,10 +633,13 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := a.Dialect
-	var ep *endpointView
+	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if ep, err = a.endpointFor(ctx, tx, t, rc, id, true); err != nil {
+		ep, err := a.endpointFor(ctx, tx, t, rc, id, true)
+		if err != nil {
+			return err
+		}
+		if err := checkIfMatch(r, ep); err != nil {
 			return err
 		}
 		if err := a.authorize(t, in, orgBranches, ep.BranchIDs); err != nil {
@@ -642,13 +669,19 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		}
 		ep.UpdatedAt = jsonTime(now)
 		ep.show()
-		return a.exec(ctx, tx, "update endpoint", sq.Update(endpointsTable).SetMap(set).Where(sq.Eq{"organization_id": t.OrganizationID, "id": id}))
+		if err := a.exec(ctx, tx, "update endpoint", sq.Update(endpointsTable).SetMap(set).Where(sq.Eq{"organization_id": t.OrganizationID, "id": id})); err != nil {
+			return err
+		}
+		if ans, err = endpointAnswer(http.StatusOK, ep, nil); err != nil {
+			return err
+		}
+		return a.remember(ctx, tx, r, ans)
 	})
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.writeFailedWrite(w, r, err)
 		return
 	}
-	a.writeJSON(w, r, http.StatusOK, envelope{Data: ep, Version: apiVersion})
+	send(w, ans)
 }
 
 // delete is DELETE {prefix}/{organizationId}/webhook_endpoints/{id}: it
@@ -673,6 +706,9 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 		if ep, err = a.endpointFor(ctx, tx, t, rc, id, true); err != nil {
 			return err
 		}
+		if err := checkIfMatch(r, ep); err != nil {
+			return err
+		}
 		// Explicitly, not by ON DELETE CASCADE alone: a SQLite connection
 		// enforces foreign keys only when it was opened with them on.
 		deliveries := sq.Select("id").From(deliveriesTable).Where(sq.Eq{"endpoint_id": id})
@@ -688,8 +724,13 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
+		a.writeFailedWrite(w, r, err)
+		return
+	}
+	ans, err := endpointAnswer(http.StatusOK, ep, nil)
+	if err != nil {
 		a.errors().Write(w, r, err)
 		return
 	}
-	a.writeJSON(w, r, http.StatusOK, envelope{Data: ep, Version: apiVersion})
+	send(w, ans)
 }

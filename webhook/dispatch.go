@@ -837,7 +837,7 @@ func (d *Dispatcher) deliver(ctx context.Context, j job) (Outcome, error) {
 	if err != nil {
 		return 0, fmt.Errorf("webhook: read the endpoint: %w", err)
 	}
-	secret, err := d.openSecret(j.endpointID, sealed, keyID)
+	secret, err := openSecret(d.Sealer, j.endpointID, sealed, keyID)
 	var h http.Header
 	if err == nil {
 		h, err = Sign(secret, j.eventID, d.now(), []byte(body))
@@ -849,15 +849,16 @@ func (d *Dispatcher) deliver(ctx context.Context, j job) (Outcome, error) {
 	return d.record(ctx, j, d.post(ctx, rawURL, h, []byte(body)))
 }
 
-// openSecret returns the signing secret of an endpoint.
-func (d *Dispatcher) openSecret(endpointID string, sealed []byte, keyID string) (string, error) {
+// openSecret returns the signing secret of an endpoint, stored sealed by
+// sealer under keyID (in clear when keyID is "").
+func openSecret(sealer Sealer, endpointID string, sealed []byte, keyID string) (string, error) {
 	if keyID == "" {
 		return string(sealed), nil
 	}
-	if d.Sealer == nil {
-		return "", fmt.Errorf("webhook: the secret is sealed under key %q and the Dispatcher has no Sealer", keyID)
+	if sealer == nil {
+		return "", fmt.Errorf("webhook: the secret is sealed under key %q and there is no Sealer", keyID)
 	}
-	secret, err := d.Sealer.Open(sealed, []byte(endpointID), keyID)
+	secret, err := sealer.Open(sealed, []byte(endpointID), keyID)
 	if err != nil {
 		return "", fmt.Errorf("webhook: open the secret: %w", err)
 	}

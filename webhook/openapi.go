@@ -6,6 +6,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/openapi"
 )
 
@@ -54,6 +55,8 @@ func (a *API) OpenAPI() *openapi.Document {
 		"RateLimited":            openapi.RateLimitedResponse(),
 		"ServerError":            openapi.ServerErrorResponse(),
 		"WebhookPayloadTooLarge": openapi.PayloadTooLargeResponse(MaxBodyBytes),
+		"IdempotencyInProgress":  openapi.IdempotencyInProgressResponse(),
+		"IdempotencyKeyReused":   openapi.IdempotencyKeyReusedResponse(),
 	}
 	prefixes := a.prefixes()
 	if len(prefixes) == 0 {
@@ -77,9 +80,9 @@ func (a *API) OpenAPI() *openapi.Document {
 		Schema:      &openapi.Schema{Type: "string", Format: "uuid"},
 	}
 	d.Paths[collection] = &openapi.PathItem{Parameters: []*openapi.Parameter{org}, Get: a.oaList(), Post: a.oaCreate()}
-	d.Paths[item] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaGet(), Patch: oaUpdate(), Delete: oaDelete()}
+	d.Paths[item] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaGet(), Patch: a.oaUpdate(), Delete: oaDelete()}
 	d.Paths[item+"/deliveries"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaListDeliveries()}
-	d.Paths[item+"/deliveries/{delivery_id}/redeliver"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id, deliveryID}, Post: oaRedeliver()}
+	d.Paths[item+"/deliveries/{delivery_id}/redeliver"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id, deliveryID}, Post: a.oaRedeliver()}
 	a.oaDelivery(d)
 	return d
 }
@@ -292,6 +295,27 @@ func oaNotFound(what string) *openapi.Response {
 	return openapi.ErrorResponse(d, oaErr(apierrors.CodeNotFound, "no webhook endpoint with this id"))
 }
 
+// oaIdempotent adds to op what a write with an Idempotency-Key has: the
+// parameter, the Idempotent-Replayed header of its success, 409 and 422.
+func (a *API) oaIdempotent(op *openapi.Operation, success string) *openapi.Operation {
+	op.Parameters = append(op.Parameters, openapi.IdempotencyKeyParameter(idempotency.MaxKeyLen, a.idempotencyStore().TTLOrDefault()))
+	ok := op.Responses[success]
+	if ok.Headers == nil {
+		ok.Headers = map[string]*openapi.Header{}
+	}
+	ok.Headers["Idempotent-Replayed"] = openapi.HeaderRef("Idempotent-Replayed")
+	if _, has := op.Responses["409"]; has {
+		// A 409 of its own: the one response says both.
+		conflict := op.Responses["409"]
+		conflict.Description += "\n\n" + openapi.IdempotencyInProgressResponse().Description
+		conflict.Content["application/json"].Examples[apierrors.CodeIdempotencyInProgress] = openapi.IdempotencyInProgressResponse().Content["application/json"].Examples[apierrors.CodeIdempotencyInProgress]
+	} else {
+		op.Responses["409"] = openapi.ResponseRef("IdempotencyInProgress")
+	}
+	op.Responses["422"] = openapi.ResponseRef("IdempotencyKeyReused")
+	return op
+}
+
 // oaCommon adds the responses every operation shares to responses.
 func oaCommon(responses map[string]*openapi.Response) map[string]*openapi.Response {
 	responses["401"] = openapi.ResponseRef("Unauthorized")
@@ -347,7 +371,7 @@ func (a *API) oaList() *openapi.Operation {
 }
 
 func (a *API) oaCreate() *openapi.Operation {
-	return &openapi.Operation{
+	return a.oaIdempotent(&openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Register a webhook endpoint", OperationID: "createWebhookEndpoint",
 		Description: strings.Join([]string{
 			"Registers an endpoint and answers with it, its `Location` and, this once, its signing `secret`. It gets the events committed from now on whose type matches `event_types`, of `branch_ids` (absent or null: every branch).",
@@ -357,9 +381,10 @@ func (a *API) oaCreate() *openapi.Operation {
 		}, "\n\n"),
 		RequestBody: oaBody("The new endpoint", "WebhookEndpointCreate"),
 		Responses: oaCommon(map[string]*openapi.Response{
-			"201": oaSuccess("The new endpoint with its secret. `Cache-Control: no-store`.", "WebhookEndpointCreatedEnvelope", map[string]*openapi.Header{
+			"201": oaSuccess("The new endpoint with its secret. `Cache-Control: no-store`. A replay of its `Idempotency-Key` shows the secret again.", "WebhookEndpointCreatedEnvelope", map[string]*openapi.Header{
 				"Location":      {Description: "The path of the new endpoint: the request's path, then `/` and the new id.", Schema: &openapi.Schema{Type: "string", Format: "uri-reference"}, Required: true},
 				"Cache-Control": openapi.HeaderRef("Cache-Control"),
+				"ETag":          openapi.HeaderRef("ETag"),
 			}),
 			"400": oaBodyErrors(true),
 			"403": oaForbidden(ScopeWrite, oaGrantRefusals),
@@ -369,15 +394,17 @@ func (a *API) oaCreate() *openapi.Operation {
 			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
 		}),
 		Security: oaSecurity(ScopeWrite),
-	}
+	}, "201")
 }
 
 func oaGet() *openapi.Operation {
 	return &openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Get a webhook endpoint", OperationID: "getWebhookEndpoint",
 		Description: "Returns a webhook endpoint by id, without its secret.\n\n" + oaNeedsScope(ScopeRead),
+		Parameters:  []*openapi.Parameter{openapi.IfNoneMatchParameter()},
 		Responses: oaCommon(map[string]*openapi.Response{
-			"200": oaSuccess("The endpoint.", "WebhookEndpointEnvelope", nil),
+			"200": oaSuccess("The endpoint.", "WebhookEndpointEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
+			"304": openapi.NotModifiedResponse(),
 			"403": oaForbidden(ScopeRead, ""),
 			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
 		}),
@@ -385,8 +412,8 @@ func oaGet() *openapi.Operation {
 	}
 }
 
-func oaUpdate() *openapi.Operation {
-	return &openapi.Operation{
+func (a *API) oaUpdate() *openapi.Operation {
+	return a.oaIdempotent(&openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Update a webhook endpoint", OperationID: "updateWebhookEndpoint",
 		Description: strings.Join([]string{
 			"Changes the members the body names and answers with the endpoint as it is now, without its secret. An empty object changes nothing.",
@@ -394,23 +421,27 @@ func oaUpdate() *openapi.Operation {
 			oaNeedsScope(ScopeWrite),
 		}, "\n\n"),
 		RequestBody: oaBody("The changes", "WebhookEndpointUpdate"),
+		Parameters:  []*openapi.Parameter{openapi.IfMatchParameter(false)},
 		Responses: oaCommon(map[string]*openapi.Response{
-			"200": oaSuccess("The endpoint after the change.", "WebhookEndpointEnvelope", nil),
+			"200": oaSuccess("The endpoint after the change.", "WebhookEndpointEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
+			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef("WebhookEndpoint"), apiVersion),
 			"400": oaBodyErrors(false),
 			"403": oaForbidden(ScopeWrite, oaGrantRefusals),
 			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
 			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
 		}),
 		Security: oaSecurity(ScopeWrite),
-	}
+	}, "200")
 }
 
 func oaDelete() *openapi.Operation {
 	return &openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Delete a webhook endpoint", OperationID: "deleteWebhookEndpoint",
 		Description: "Deletes the endpoint with its deliveries and their attempts, and answers with the endpoint as it was.\n\n" + oaNeedsScope(ScopeWrite),
+		Parameters:  []*openapi.Parameter{openapi.IfMatchParameter(false)},
 		Responses: oaCommon(map[string]*openapi.Response{
-			"200": oaSuccess("The deleted endpoint.", "WebhookEndpointEnvelope", nil),
+			"200": oaSuccess("The deleted endpoint.", "WebhookEndpointEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
+			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef("WebhookEndpoint"), apiVersion),
 			"403": oaForbidden(ScopeWrite, ""),
 			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
 		}),
@@ -440,8 +471,8 @@ func oaListDeliveries() *openapi.Operation {
 	}
 }
 
-func oaRedeliver() *openapi.Operation {
-	return &openapi.Operation{
+func (a *API) oaRedeliver() *openapi.Operation {
+	return a.oaIdempotent(&openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Send a delivery again", OperationID: "redeliverWebhookDelivery",
 		Description: "Makes the delivery pending and due now, with a new round of retries, and answers with it; the attempts made so far stay in its history. " +
 			"The event is sent again with the same `webhook-id`.\n\n" + oaNeedsScope(ScopeWrite),
@@ -453,5 +484,5 @@ func oaRedeliver() *openapi.Operation {
 				oaErr(apierrors.CodeConflict, "the event of this delivery is no longer kept (retention removed it), so it cannot be sent again")),
 		}),
 		Security: oaSecurity(ScopeWrite),
-	}
+	}, "202")
 }

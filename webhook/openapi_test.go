@@ -116,6 +116,41 @@ func TestOpenAPI(t *testing.T) {
 	assert.Equal(t, "#/components/schemas/CloudEvent", hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)["$ref"])
 	assert.Contains(t, schemas, "CloudEvent")
 
+	// Safe writes: the writes take Idempotency-Key, and the endpoint's
+	// answers carry its ETag, which If-None-Match and If-Match use.
+	params := func(op map[string]any) []string {
+		var names []string
+		for _, p := range op["parameters"].([]any) {
+			names = append(names, p.(map[string]any)["name"].(string))
+		}
+		return names
+	}
+	op := func(path, method string) map[string]any {
+		return paths["/v1/{organizationId}/webhook_endpoints"+path].(map[string]any)[method].(map[string]any)
+	}
+	for _, w := range []struct{ path, method, success string }{
+		{"", "post", "201"}, {"/{id}", "patch", "200"}, {"/{id}/deliveries/{delivery_id}/redeliver", "post", "202"},
+	} {
+		o := op(w.path, w.method)
+		assert.Contains(t, params(o), "Idempotency-Key", "%s %s", w.method, w.path)
+		responses := o["responses"].(map[string]any)
+		assert.Contains(t, responses[w.success].(map[string]any)["headers"], "Idempotent-Replayed", "%s %s", w.method, w.path)
+		assert.Contains(t, responses, "409", "%s %s", w.method, w.path)
+		assert.Equal(t, map[string]any{"$ref": "#/components/responses/IdempotencyKeyReused"}, responses["422"], "%s %s", w.method, w.path)
+	}
+	assert.Contains(t, op("", "post")["responses"].(map[string]any)["409"].(map[string]any)["description"], "idempotency_in_progress",
+		"a 409 of its own says both")
+	get := op("/{id}", "get")
+	assert.Equal(t, []string{"If-None-Match"}, params(get))
+	assert.Contains(t, get["responses"], "304")
+	assert.Contains(t, get["responses"].(map[string]any)["200"].(map[string]any)["headers"], "ETag")
+	for _, method := range []string{"patch", "delete"} {
+		o := op("/{id}", method)
+		assert.Contains(t, params(o), "If-Match", method)
+		assert.Equal(t, "#/components/schemas/WebhookEndpoint",
+			o["responses"].(map[string]any)["412"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)["properties"].(map[string]any)["data"].(map[string]any)["$ref"], method)
+	}
+
 	t.Run("other prefixes", func(t *testing.T) {
 		d := (&webhook.API{Prefixes: []string{"/api/v2"}}).OpenAPI()
 		assert.Contains(t, d.Paths, "/api/v2/{organizationId}/webhook_endpoints")

@@ -11,19 +11,22 @@ import (
 
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
 )
 
 //go:embed migrations
 var migrations embed.FS
 
 // Migrate creates the tables of endpoints and deliveries in db (it records
-// its versions in the table waybill_webhook_migrations). The events tables
-// (events.Migrate) must exist too.
+// its versions in the table waybill_webhook_migrations), and the table of
+// idempotency keys that the API shares with the resources
+// (resource.Registry.Migrate). The events tables (events.Migrate) must
+// exist too.
 func Migrate(ctx context.Context, db *sql.DB, d query.Dialect) error {
 	if _, err := migrate.Apply(ctx, db, d, migrations, "migrations/"+d.String(), "waybill_webhook_migrations"); err != nil {
 		return fmt.Errorf("webhook: migrate: %w", err)
 	}
-	return nil
+	return (&resource.Registry{DB: db, Dialect: d}).Migrate(ctx)
 }
 
 // Sealer encrypts the signing secrets of endpoints at rest. An

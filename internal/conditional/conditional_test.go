@@ -1,4 +1,4 @@
-package resource
+package conditional
 
 import (
 	"strings"
@@ -12,15 +12,15 @@ func BenchmarkETag(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(record)))
 	for b.Loop() {
-		_ = etagOf(record)
+		_ = ETag(record)
 	}
 }
 
-func TestTagListMatches(t *testing.T) {
+func TestListMatches(t *testing.T) {
 	t.Parallel()
 	const tag = `"abc"`
 	tests := []struct {
-		list         tagList
+		list         List
 		strong, weak bool
 	}{
 		{`"abc"`, true, true},
@@ -33,10 +33,10 @@ func TestTagListMatches(t *testing.T) {
 		{``, false, false},
 	}
 	for _, tt := range tests {
-		if got := tt.list.matches(tag, false); got != tt.strong {
+		if got := tt.list.Matches(tag, false); got != tt.strong {
 			t.Errorf("%q strong: %v, want %v", tt.list, got, tt.strong)
 		}
-		if got := tt.list.matches(tag, true); got != tt.weak {
+		if got := tt.list.Matches(tag, true); got != tt.weak {
 			t.Errorf("%q weak: %v, want %v", tt.list, got, tt.weak)
 		}
 	}

@@ -1,0 +1,68 @@
+package idempotency
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		values  []string
+		key     string
+		ok, bad bool
+	}{
+		{name: "none"},
+		{name: "bare", values: []string{"8e03978e-40d5"}, key: "8e03978e-40d5", ok: true},
+		{name: "quoted", values: []string{`"8e03978e-40d5"`}, key: "8e03978e-40d5", ok: true},
+		{name: "spaces around", values: []string{"  k1 "}, key: "k1", ok: true},
+		{name: "longest", values: []string{strings.Repeat("k", MaxKeyLen)}, key: strings.Repeat("k", MaxKeyLen), ok: true},
+		{name: "too long", values: []string{strings.Repeat("k", MaxKeyLen+1)}, bad: true},
+		{name: "empty", values: []string{""}, bad: true},
+		{name: "empty quoted", values: []string{`""`}, bad: true},
+		{name: "inner space", values: []string{"a b"}, bad: true},
+		{name: "quote inside", values: []string{`a"b`}, bad: true},
+		{name: "backslash", values: []string{`a\b`}, bad: true},
+		{name: "not ASCII", values: []string{"clé"}, bad: true},
+		{name: "twice", values: []string{"a", "b"}, bad: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, _ := http.NewRequest(http.MethodPost, "/", nil)
+			for _, v := range tc.values {
+				r.Header.Add("Idempotency-Key", v)
+			}
+			key, ok, err := Key(r)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("Key(%q) = %q, want an error", tc.values, key)
+				}
+				return
+			}
+			if err != nil || ok != tc.ok || key != tc.key {
+				t.Fatalf("Key(%q) = %q, %v, %v; want %q, %v", tc.values, key, ok, err, tc.key, tc.ok)
+			}
+		})
+	}
+}
+
+// Parts are separated: moving a byte from one part to the next, or into
+// the body, gives another fingerprint.
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	for name, fp := range map[string]string{
+		"a|bc|":  Fingerprint(nil, "a", "bc"),
+		"ab|c|":  Fingerprint(nil, "ab", "c"),
+		"ab||c":  Fingerprint([]byte("c"), "ab"),
+		"ab|c|x": Fingerprint([]byte("x"), "ab", "c"),
+	} {
+		if other, dup := seen[fp]; dup {
+			t.Fatalf("%s and %s share a fingerprint", name, other)
+		}
+		seen[fp] = name
+	}
+}

@@ -1,0 +1,258 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	sq "github.com/Masterminds/squirrel"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/conditional"
+	"github.com/waybillhq/waybill/internal/idempotency"
+)
+
+// This file holds what the writes of the endpoints API share with the
+// resources' writes: Idempotency-Key and conditional requests.
+//
+// POST (create, redeliver) and PATCH take an Idempotency-Key: the answer
+// of a successful write is stored with the key, for the token's client in
+// the token's organization, in the write's transaction, and kept
+// API.IdempotencyTTL; the same request with the key gets it again with
+// Idempotent-Replayed: true, before Middleware (so not charged by a rate
+// limit), and another request with the key 422 idempotency_key_reused.
+// The stored answer of a create leaves the signing secret out: a replay
+// reads it from the endpoint again, so the secret is kept sealed in one
+// place only. The keys live in the table of package resource
+// (waybill_idempotency_keys), which Migrate creates.
+//
+// Every answer with one endpoint carries a strong ETag of the endpoint as
+// GET shows it; GET with If-None-Match naming it is 304, and PATCH or
+// DELETE with If-Match naming another version changes nothing and is 412
+// precondition_failed with the endpoint as stored in data and its ETag.
+
+// keyed is the Idempotency-Key of a write and the fingerprint of what it
+// asked.
+type keyed struct {
+	key, fingerprint string
+}
+
+type keyedKey struct{}
+
+// keyedOf returns the Idempotency-Key of r that idempotent let through, or
+// nil.
+func keyedOf(r *http.Request) *keyed {
+	k, _ := r.Context().Value(keyedKey{}).(*keyed)
+	return k
+}
+
+func (a *API) idempotencyStore() idempotency.Store {
+	return idempotency.Store{Dialect: a.Dialect, TTL: a.IdempotencyTTL, Now: a.Now}
+}
+
+// idempotent reads the Idempotency-Key of a write and the body it keys
+// (given to next unchanged), answers a key that has a stored answer, and
+// hands the others to next in the context.
+func (a *API) idempotent(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, ok, err := idempotency.Key(r)
+		if err != nil {
+			a.errors().Write(w, r, err)
+			return
+		}
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		if err != nil {
+			a.errors().Write(w, r, apierrors.InvalidRequest("the request body could not be read"))
+			return
+		}
+		// A body too large stays too large: readBody refuses it with 413.
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		t := tenant(r)
+		k := &keyed{key: key, fingerprint: idempotency.Fingerprint(body, r.Method, "webhook_endpoints", t.OrganizationID,
+			r.PathValue("id"), r.PathValue("delivery_id"))}
+		stored, err := a.idempotencyStore().Lookup(r.Context(), a.DB, t.OrganizationID, t.Claims.ClientID, key)
+		if err != nil {
+			a.errors().Write(w, r, apierrors.Internal(err))
+			return
+		}
+		if stored != nil {
+			a.replay(w, r, k, stored)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyedKey{}, k)))
+	})
+}
+
+// remember stores ans, the answer of the write of tx, when r has an
+// Idempotency-Key; see idempotency.Store.Remember.
+func (a *API) remember(ctx context.Context, tx *sql.Tx, r *http.Request, ans *idempotency.Answer) error {
+	k := keyedOf(r)
+	if k == nil {
+		return nil
+	}
+	t := tenant(r)
+	ans.Fingerprint = k.fingerprint
+	return a.idempotencyStore().Remember(ctx, tx, t.OrganizationID, t.Claims.ClientID, k.key, ans)
+}
+
+// replay answers a request whose Idempotency-Key has the stored answer
+// ans: ans again when the request is the one it answered (the answer of a
+// create with the endpoint's secret read again), else 422.
+func (a *API) replay(w http.ResponseWriter, r *http.Request, k *keyed, ans *idempotency.Answer) {
+	if ans.Fingerprint == k.fingerprint && r.PathValue("id") == "" && ans.Status == http.StatusCreated {
+		withSecret, err := a.withSecret(r, ans)
+		if err != nil {
+			a.errors().Write(w, r, apierrors.Internal(err))
+			return
+		}
+		ans = withSecret
+	}
+	if err := idempotency.Replay(w, k.fingerprint, ans); err != nil {
+		a.errors().Write(w, r, err)
+	}
+}
+
+// withSecret returns the stored answer of a create with the endpoint's
+// signing secret put back, as the first answer showed it; the answer as
+// stored when the endpoint has been deleted since.
+func (a *API) withSecret(r *http.Request, ans *idempotency.Answer) (*idempotency.Answer, error) {
+	var created struct {
+		Data json.RawMessage `json:"data"`
+	}
+	var ep struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(ans.Body, &created); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(created.Data, &ep); err != nil {
+		return nil, err
+	}
+	text, args, err := a.Dialect.SQL(sq.Select("secret", "secret_key_id").From(endpointsTable).
+		Where(sq.Eq{"organization_id": tenant(r).OrganizationID, "id": ep.ID}))
+	if err != nil {
+		return nil, err
+	}
+	var sealed []byte
+	var keyID string
+	switch err := a.DB.QueryRowContext(r.Context(), text, args...).Scan(&sealed, &keyID); {
+	case errors.Is(err, sql.ErrNoRows):
+		return ans, nil
+	case err != nil:
+		return nil, err
+	}
+	secret, err := openSecret(a.Sealer, ep.ID, sealed, keyID)
+	if err != nil {
+		return nil, err
+	}
+	quoted, err := json.Marshal(secret)
+	if err != nil {
+		return nil, err
+	}
+	// The secret is the endpoint's last member, as in the first answer.
+	data := bytes.TrimSuffix(bytes.TrimSpace(created.Data), []byte("}"))
+	body := make([]byte, 0, len(ans.Body)+len(quoted)+16)
+	body = append(body, `{"data":`...)
+	body = append(body, data...)
+	body = append(body, `,"secret":`...)
+	body = append(body, quoted...)
+	body = append(body, `},"version":"`+apiVersion+`"}`...)
+	out := *ans
+	out.Body = body
+	return &out, nil
+}
+
+// endpointAnswer returns the answer of status with the endpoint ep, its
+// ETag, and the headers given.
+func endpointAnswer(status int, ep *endpointView, headers map[string]string) (*idempotency.Answer, error) {
+	data, err := json.Marshal(ep)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	h := map[string]string{"ETag": conditional.ETag(data)}
+	for k, v := range headers {
+		h[k] = v
+	}
+	body := make([]byte, 0, len(data)+32)
+	body = append(body, `{"data":`...)
+	body = append(body, data...)
+	body = append(body, `,"version":"`+apiVersion+`"}`...)
+	return &idempotency.Answer{Status: status, Headers: h, Body: body}, nil
+}
+
+// send writes ans.
+func send(w http.ResponseWriter, ans *idempotency.Answer) {
+	for k, v := range ans.Headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(ans.Body)+1))
+	w.WriteHeader(ans.Status)
+	_, _ = w.Write(append(ans.Body, '\n'))
+}
+
+// staleEndpoint is the error of a PATCH or DELETE whose If-Match names
+// another version of the endpoint.
+type staleEndpoint struct{ current *endpointView }
+
+func (*staleEndpoint) Error() string {
+	return "webhook: If-Match names another version of the endpoint"
+}
+
+// checkIfMatch returns a *staleEndpoint when r's If-Match does not name the
+// ETag of ep, the endpoint as stored and locked.
+func checkIfMatch(r *http.Request, ep *endpointView) error {
+	l, ok := conditional.IfMatch(r)
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(ep)
+	if err != nil {
+		return apierrors.Internal(err)
+	}
+	if l.Matches(conditional.ETag(data), false) {
+		return nil
+	}
+	return &staleEndpoint{current: ep}
+}
+
+// writeFailedWrite answers a write that err ended: the stored answer of
+// its Idempotency-Key, 412 with the endpoint as stored, or err.
+func (a *API) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error) {
+	var stale *staleEndpoint
+	var rep *idempotency.Replayed
+	switch {
+	case errors.As(err, &rep):
+		a.replay(w, r, keyedOf(r), rep.Answer)
+	case errors.As(err, &stale):
+		ans, err := endpointAnswer(http.StatusPreconditionFailed, stale.current, nil)
+		if err != nil {
+			a.errors().Write(w, r, err)
+			return
+		}
+		e := apierrors.PreconditionFailed("the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag")
+		body, err := json.Marshal(struct {
+			Error       string          `json:"error"`
+			Description string          `json:"error_description"`
+			Data        json.RawMessage `json:"data"`
+			Version     string          `json:"version"`
+		}{e.Code, e.Description, ans.Body[len(`{"data":`) : len(ans.Body)-len(`,"version":"`+apiVersion+`"}`)], apiVersion})
+		if err != nil {
+			a.errors().Write(w, r, apierrors.Internal(err))
+			return
+		}
+		ans.Body = body
+		send(w, ans)
+	default:
+		a.errors().Write(w, r, err)
+	}
+}
