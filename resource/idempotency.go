@@ -1,12 +1,10 @@
 package resource
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"embed"
 	"fmt"
-	"io"
 	"net/http"
 
 	sq "github.com/Masterminds/squirrel"
@@ -120,18 +118,15 @@ func (h *handlers) idempotency(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		body, err := idempotency.ReadBody(r, MaxBodyBytes)
 		if err != nil {
-			h.registry.errors().Write(w, r, apierrors.InvalidRequest("the request body could not be read"))
+			h.registry.errors().Write(w, r, err)
 			return
 		}
 		if len(body) > MaxBodyBytes {
-			// Too large: the handler refuses it with 413.
-			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r) // too large: the handler refuses it with 413
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		t := tenant(r)
 		idem := &idempotent{key: key, fingerprint: fingerprint(r, h.resource.Name, t, body)}
 		if h.registry.Middleware != nil {

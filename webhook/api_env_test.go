@@ -159,7 +159,13 @@ func (r response) list() []any { l, _ := r.body["data"].([]any); return l }
 // JSON body (none when body is "").
 func (e *env) do(t testing.TB, method, path, token, body string) response {
 	t.Helper()
-	r, err := apitest.Do(method, e.http.URL+path, token, body)
+	return e.doWith(t, method, path, token, body, nil)
+}
+
+// doWith is do with more request headers.
+func (e *env) doWith(t testing.TB, method, path, token, body string, header map[string]string) response {
+	t.Helper()
+	r, err := apitest.DoWith(method, e.http.URL+path, token, body, header)
 	require.NoError(t, err)
 	return response{status: r.Status, header: r.Header, body: r.Body, raw: r.Raw}
 }

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -69,13 +68,12 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		// A body too large stays too large: readBody refuses it with 413.
+		body, err := idempotency.ReadBody(r, MaxBodyBytes)
 		if err != nil {
-			a.errors().Write(w, r, apierrors.InvalidRequest("the request body could not be read"))
+			a.errors().Write(w, r, err)
 			return
 		}
-		// A body too large stays too large: readBody refuses it with 413.
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		t := tenant(r)
 		k := &keyed{key: key, fingerprint: idempotency.Fingerprint(body, r.Method, "webhook_endpoints", t.OrganizationID,
 			r.PathValue("id"), r.PathValue("delivery_id"))}

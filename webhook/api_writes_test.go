@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"encoding/base64"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,38 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/internal/apitest"
-	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/webhook"
 )
-
-// doWith sends a request with extra headers.
-func (e *env) doWith(t testing.TB, method, path, token, body string, header map[string]string) response {
-	t.Helper()
-	var rd *strings.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	var req *http.Request
-	var err error
-	if rd != nil {
-		req, err = http.NewRequest(method, e.http.URL+path, rd)
-	} else {
-		req, err = http.NewRequest(method, e.http.URL+path, nil)
-	}
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	r, err := apitest.Send(req)
-	require.NoError(t, err)
-	return response{status: r.Status, header: r.Header, body: r.Body, raw: r.Raw}
-}
 
 // count returns how many endpoints org has.
 func (e *env) count(t testing.TB, org string) int {
@@ -59,11 +29,7 @@ func (e *env) count(t testing.TB, org string) int {
 // client's key of the same name is its own.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	key, err := oauth.ParseSecretsKey(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32))))
-	require.NoError(t, err)
-	sealer, err := oauth.NewSealer(key)
-	require.NoError(t, err)
-	eachBackend(t, func(a *webhook.API) { a.Sealer = sealer }, func(t *testing.T, e *env) {
+	eachBackend(t, func(a *webhook.API) { a.Sealer = newSealer(t) }, func(t *testing.T, e *env) {
 		tok := e.codeToken(t, orgA, readAll...)
 		create := body(map[string]any{"url": publicURL, "event_types": []string{"quotation.*"}})
 		idem := map[string]string{"Idempotency-Key": `"create-1"`}

@@ -89,6 +89,11 @@ func (r Response) List() []any { l, _ := r.Body["data"].([]any); return l }
 // JSON body (none when body is ""), and returns the answer. It may run on
 // any goroutine: it returns its failures.
 func Do(method, url, token, body string) (Response, error) {
+	return DoWith(method, url, token, body, nil)
+}
+
+// DoWith is Do with more request headers.
+func DoWith(method, url, token, body string, header map[string]string) (Response, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -102,6 +107,9 @@ func Do(method, url, token, body string) (Response, error) {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	return Send(req)
 }

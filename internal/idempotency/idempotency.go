@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,6 +69,18 @@ func Key(r *http.Request) (key string, ok bool, err error) {
 		}
 	}
 	return key, true, nil
+}
+
+// ReadBody reads the body of r for Fingerprint, at most limit bytes and
+// one more, and gives r a body that reads the same bytes again, then what
+// was left: a handler that refuses bodies over limit still does.
+func ReadBody(r *http.Request, limit int) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	if err != nil {
+		return nil, apierrors.InvalidRequest("the request body could not be read")
+	}
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	return body, nil
 }
 
 // Fingerprint is the SHA-256, in hex, of what a write asks: the parts that
