@@ -118,17 +118,10 @@ func loadDemo(ctx context.Context, db *sql.DB) (demoInfo, bool, error) {
 
 // registerDemoApp registers the demo app and records its client id.
 func registerDemoApp(ctx context.Context, db *sql.DB, tokens *oauth.Server, info *demoInfo) error {
-	var scopes []string
-	for _, r := range resources() {
-		scopes = append(scopes, r.ReadScope())
-		if !r.ReadOnly {
-			scopes = append(scopes, r.WriteScope())
-		}
-	}
 	app, secret, err := tokens.RegisterApp(ctx, oauth.NewApp{
 		OrganizationID: info.organizationID,
 		Name:           demoAppName,
-		Scopes:         scopes,
+		Scopes:         knownScopes(), // the change feed's and the webhooks' too
 		BranchIDs:      []string{info.northID, info.southID},
 		RedirectURIs:   []string{demoRedirectURI},
 	})
@@ -157,6 +150,8 @@ func printDemoCreated(out io.Writer, info demoInfo, baseURL string) error {
 	fmt.Fprintf(&b, "  client_secret: %s  (shown once; a new one: waybill admin app rotate-secret --client-id %s)\n", info.clientSecret, info.clientID)
 	fmt.Fprintf(&b, "Get a token:\n  %s\n", tokenCurl(baseURL, info.clientID, info.clientSecret))
 	fmt.Fprintf(&b, "List the quotations of the %s branch:\n  %s\n", demoNorth, listCurl(baseURL, info.northID))
+	fmt.Fprintf(&b, "Follow the change feed of the organization (the creates, updates and deletes made through the API from now on, in commit order; pass its next_cursor as after):\n  %s\n",
+		feedCurl(baseURL, info.organizationID))
 	if info.codeFlow && (info.password != "" || info.userExisted) {
 		writeCodeFlow(&b, baseURL, info.clientID, info.clientSecret)
 	}
@@ -213,6 +208,8 @@ func printDemoSeeded(ctx context.Context, out io.Writer, tokens *oauth.Server, i
 		fmt.Fprintf(&b, "Then get a token:\n  %s\n", tokenCurl(baseURL, info.clientID, "SECRET"))
 	}
 	fmt.Fprintf(&b, "List the quotations of the %s branch:\n  %s\n", demoNorth, listCurl(baseURL, info.northID))
+	fmt.Fprintf(&b, "Follow the change feed of the organization (the creates, updates and deletes made through the API from now on, in commit order; pass its next_cursor as after):\n  %s\n",
+		feedCurl(baseURL, info.organizationID))
 	if info.codeFlow {
 		writeCodeFlow(&b, baseURL, info.clientID, "SECRET")
 		fmt.Fprintf(&b, "  The password of %s: waybill admin user set-password --email %s --password NEW\n", demoEmail, demoEmail)
@@ -233,6 +230,12 @@ func tokenCurl(baseURL, clientID, secret string) string {
 // branch with $TOKEN.
 func listCurl(baseURL, branchID string) string {
 	return fmt.Sprintf(`curl -s '%s/v1/%s/quotations?limit=5&sort=quotation_date:desc' -H "Authorization: Bearer $TOKEN"`, baseURL, branchID)
+}
+
+// feedCurl returns a curl line that reads the first events of the change
+// feed of the organization.
+func feedCurl(baseURL, organizationID string) string {
+	return fmt.Sprintf(`curl -s '%s/v1/%s/events?limit=5' -H "Authorization: Bearer $TOKEN"`, baseURL, organizationID)
 }
 
 // demoGenerator writes the demo records. Its randomness is seeded, so every

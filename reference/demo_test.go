@@ -87,6 +87,7 @@ func TestSeedDemo(t *testing.T) {
 				clientID[1] + " -d client_secret=" + secret[1]
 			assert.Contains(t, first, tokenLine)
 			assert.Contains(t, first, "curl -s '"+s.url+"/v1/"+north+"/quotations?limit=5&sort=quotation_date:desc' -H \"Authorization: Bearer $TOKEN\"")
+			assert.Contains(t, first, "curl -s '"+s.url+"/v1/"+org+"/events?limit=5' -H \"Authorization: Bearer $TOKEN\"")
 
 			// What was seeded.
 			assert.Equal(t, 1, count(t, s.db, "SELECT count(*) FROM organizations WHERE name = $1", demoOrganization))
@@ -131,10 +132,13 @@ func TestSeedDemo(t *testing.T) {
 			assert.Equal(t, org, claims["organization_id"])
 			assert.ElementsMatch(t, []any{north, south}, claims["oauth_branch_ids"])
 			scopes, _ := claims["oauth_scopes"].([]any)
-			assert.Len(t, scopes, 15+11, "read for every resource, write for the writable ones")
+			assert.Len(t, scopes, 15+11+3, "read for every resource, write for the writable ones, the feed's and the webhooks'")
 			assert.Contains(t, scopes, "svc:quotations:read")
 			assert.Contains(t, scopes, "svc:quotations:write")
 			assert.NotContains(t, scopes, "svc:branches:write")
+			for _, scope := range []string{"svc:events:read", "svc:webhooks:read", "svc:webhooks:write"} {
+				assert.Contains(t, scopes, scope)
+			}
 
 			if curl, err := exec.LookPath("curl"); err == nil {
 				line := tokenLine + ` | sed -E 's/.*"access_token":"([^"]+)".*/\1/') && printf %s "$TOKEN"`
@@ -152,6 +156,7 @@ func TestSeedDemo(t *testing.T) {
 			assert.Contains(t, second, "client_id: "+clientID[1])
 			assert.Contains(t, second, "waybill admin app rotate-secret --client-id "+clientID[1])
 			assert.Contains(t, second, "/v1/"+north+"/quotations")
+			assert.Contains(t, second, "/v1/"+org+"/events")
 			assert.NotContains(t, second, secret[1])
 			assert.NotContains(t, second, password[1])
 			assert.Contains(t, second, "Try the authorization-code flow", "the demo app has the demo's redirect URI")
