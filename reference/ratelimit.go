@@ -510,24 +510,27 @@ func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limi
 }
 
 // keyByOrganizationApp keys a request by the organization of its tenant
-// and the app of its token, "<organization>:client:<client id>" (see
-// clientKey); none for a token of no app.
+// and the app of its token, "{<organization>}:client:<client id>" (see
+// clientKey); none for a token of no app. The organization is a Redis
+// hash tag, as in keyByOrganization: the two keys of one request hash to
+// one slot of a Redis Cluster, which one script needs.
 func keyByOrganizationApp(r *http.Request) (string, bool) {
 	t, ok := tenancy.FromContext(r.Context())
 	if !ok || t.OrganizationID == "" || t.Claims == nil || t.Claims.ClientID == "" {
 		return "", false
 	}
-	return t.OrganizationID + ":" + clientKey(t.Claims.ClientID), true
+	return "{" + t.OrganizationID + "}:" + clientKey(t.Claims.ClientID), true
 }
 
-// keyByOrganization keys a request by the organization of its tenant; it
-// runs inside tenancy's middleware, which always sets one.
+// keyByOrganization keys a request by the organization of its tenant,
+// "{<organization>}" (a Redis hash tag); it runs inside tenancy's
+// middleware, which always sets one.
 func keyByOrganization(r *http.Request) (string, bool) {
 	t, ok := tenancy.FromContext(r.Context())
 	if !ok || t.OrganizationID == "" {
 		return "", false
 	}
-	return t.OrganizationID, true
+	return "{" + t.OrganizationID + "}", true
 }
 
 // authenticateClient returns next behind a step that authenticates the
