@@ -23,7 +23,9 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/ratelimit"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // rlTenant is an organization with an app that may read its vehicles (an
@@ -782,4 +784,30 @@ func TestAppQuotasCache(t *testing.T) {
 		n, ok := q.quota(a.clientID)
 		return ok && n == 7
 	}, 5*time.Second, 10*time.Millisecond, "read again once the TTL passed")
+}
+
+// The two keys a REST request is counted under share one Redis hash tag,
+// the organization, so that the one script that decides both runs on a
+// Redis Cluster (whose scripts take keys of one slot only).
+func TestRESTKeysShareAHashTag(t *testing.T) {
+	t.Parallel()
+	const org = "01a20ba7-77f2-7369-9e75-d8cc38a61727"
+	r := httptest.NewRequest(http.MethodGet, "/v1/x/accounts", nil)
+	r = r.WithContext(tenancy.NewContext(r.Context(), tenancy.Tenant{OrganizationID: org,
+		Claims: &bearer.Claims{OrganizationID: org, ClientID: "client-1"}}))
+	tag := func(key string) string {
+		// Redis Cluster hashes the part between the first { and the next }.
+		open := strings.IndexByte(key, '{')
+		require.GreaterOrEqual(t, open, 0, key)
+		end := strings.IndexByte(key[open+1:], '}')
+		require.Positive(t, end, key)
+		return key[open+1 : open+1+end]
+	}
+	orgKey, ok := keyByOrganization(r)
+	require.True(t, ok)
+	appKey, ok := keyByOrganizationApp(r)
+	require.True(t, ok)
+	assert.NotEqual(t, orgKey, appKey)
+	assert.Equal(t, org, tag("waybill:rl:rest:"+orgKey))
+	assert.Equal(t, org, tag("waybill:rl:rest-app:"+appKey))
 }
