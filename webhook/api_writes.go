@@ -199,8 +199,12 @@ func send(w http.ResponseWriter, ans *idempotency.Answer) {
 }
 
 // staleEndpoint is the error of a PATCH or DELETE whose If-Match names
-// another version of the endpoint.
-type staleEndpoint struct{ current *endpointView }
+// another version of the endpoint: it holds the endpoint as stored, as
+// JSON, and its ETag.
+type staleEndpoint struct {
+	current []byte
+	etag    string
+}
 
 func (*staleEndpoint) Error() string {
 	return "webhook: If-Match names another version of the endpoint"
@@ -217,10 +221,11 @@ func checkIfMatch(r *http.Request, ep *endpointView) error {
 	if err != nil {
 		return apierrors.Internal(err)
 	}
-	if l.Matches(conditional.ETag(data), false) {
+	etag := conditional.ETag(data)
+	if l.Matches(etag, false) {
 		return nil
 	}
-	return &staleEndpoint{current: ep}
+	return &staleEndpoint{current: data, etag: etag}
 }
 
 // writeFailedWrite answers a write that err ended: the stored answer of
@@ -232,24 +237,18 @@ func (a *API) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error
 	case errors.As(err, &rep):
 		a.replay(w, r, keyedOf(r), rep.Answer)
 	case errors.As(err, &stale):
-		ans, err := endpointAnswer(http.StatusPreconditionFailed, stale.current, nil)
-		if err != nil {
-			a.errors().Write(w, r, err)
-			return
-		}
 		e := apierrors.PreconditionFailed("the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag")
 		body, err := json.Marshal(struct {
 			Error       string          `json:"error"`
 			Description string          `json:"error_description"`
 			Data        json.RawMessage `json:"data"`
 			Version     string          `json:"version"`
-		}{e.Code, e.Description, ans.Body[len(`{"data":`) : len(ans.Body)-len(`,"version":"`+apiVersion+`"}`)], apiVersion})
+		}{e.Code, e.Description, stale.current, apiVersion})
 		if err != nil {
 			a.errors().Write(w, r, apierrors.Internal(err))
 			return
 		}
-		ans.Body = body
-		send(w, ans)
+		send(w, &idempotency.Answer{Status: http.StatusPreconditionFailed, Headers: map[string]string{"ETag": stale.etag}, Body: body})
 	default:
 		a.errors().Write(w, r, err)
 	}

@@ -45,7 +45,7 @@ func DisableAppEndpoints(ctx context.Context, db *sql.DB, d query.Dialect, organ
 	}
 	reason := fmt.Sprintf("the app %s that registered it was disconnected from the organization at %s", clientID, at.Format(time.RFC3339))
 	text, args, err = d.SQL(sq.Update(endpointsTable).
-		Set("status", statusDisabled).Set("disabled_reason", reason).Set("updated_at", d.Timestamp(time.Now())).
+		Set("status", statusDisabled).Set("disabled_reason", reason).Set("updated_at", d.Timestamp(time.Now().UTC().Truncate(time.Microsecond))).
 		Where(sq.Eq{"organization_id": organizationID, "client_id": clientID, "status": statusEnabled}))
 	if err != nil {
 		return 0, err
