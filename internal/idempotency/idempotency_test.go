@@ -66,3 +66,28 @@ func TestFingerprint(t *testing.T) {
 		seen[fp] = name
 	}
 }
+
+// FuzzKey feeds the Idempotency-Key reader any header value: it never
+// panics, and a key it accepts is 1 to MaxKeyLen visible ASCII characters
+// without quotes or backslashes.
+func FuzzKey(f *testing.F) {
+	for _, seed := range []string{"k1", `"k1"`, `""`, " ", "a b", `a"b`, `\`, "clé", strings.Repeat("k", MaxKeyLen+1)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		r, _ := http.NewRequest(http.MethodPost, "/", nil)
+		r.Header["Idempotency-Key"] = []string{value}
+		key, ok, err := Key(r)
+		if err != nil {
+			return
+		}
+		if !ok || key == "" || len(key) > MaxKeyLen {
+			t.Fatalf("Key(%q) = %q, %v", value, key, ok)
+		}
+		for i := 0; i < len(key); i++ {
+			if c := key[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+				t.Fatalf("Key(%q) = %q holds %q", value, key, c)
+			}
+		}
+	})
+}

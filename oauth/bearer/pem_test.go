@@ -135,3 +135,54 @@ MC4CAQAwBQYDK2VwBCIEIJ+DYvh6SEqVTm50DFtMDoQikTmiCqirVv9mWG9qfSnF
 	fmt.Println(keys.Alg(), key.ID == keys.JWKS().Keys[0].Thumbprint())
 	// Output: EdDSA true
 }
+
+// FuzzParsePrivateKeyPEM feeds the PEM reader any bytes: it never panics,
+// and a key it accepts signs tokens that its own key set verifies, named
+// by its thumbprint.
+func FuzzParsePrivateKeyPEM(f *testing.F) {
+	p256, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sec1, err := x509.MarshalECPrivateKey(p256)
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, ed, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	edDER, err := x509.MarshalPKCS8PrivateKey(ed)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range [][]byte{
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: sec1}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: edDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{0x30, 0x03, 0x02, 0x01, 0x00}}),
+		[]byte("-----BEGIN EC PARAMETERS-----\nBggqhkjOPQMBBw==\n-----END EC PARAMETERS-----\n"),
+		[]byte("-----BEGIN PRIVATE KEY-----\n"), nil,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		k, err := bearer.ParsePrivateKeyPEM(data)
+		if err != nil {
+			return
+		}
+		ks, err := bearer.NewKeySet(k)
+		if err != nil {
+			t.Fatalf("an accepted key makes no key set: %v", err)
+		}
+		if got := ks.JWKS().Keys[0].Thumbprint(); got != k.ID {
+			t.Fatalf("kid %q, thumbprint %q", k.ID, got)
+		}
+		token, err := ks.Sign(ccClaims(time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := (&bearer.Verifier{Keys: ks, Issuer: testIssuer}).Verify(context.Background(), token); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
