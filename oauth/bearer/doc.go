@@ -14,7 +14,9 @@
 // Tokens are JWTs for the audience "authenticated", signed with HS256 (a
 // shared secret, the default), ES256 or EdDSA (a private key, whose public
 // key KeySet.JWKS publishes, so that services verify without being able to
-// sign). The current key of a KeySet signs and every key in it verifies,
+// sign). A private key is generated (GenerateKeyFor) or read from a PEM
+// file (ParsePrivateKeyPEM, named by its RFC 7638 thumbprint). The
+// current key of a KeySet signs and every key in it verifies,
 // so keys rotate without downtime; each token names its key in the kid
 // header. A Verifier accepts a token only when the key its kid names is
 // known and has exactly the token's algorithm, for the audience and its
@@ -27,7 +29,8 @@
 // the app was disconnected from their organization; a CutOffList answers
 // that from memory and reloads the cut-offs from the token service's store
 // in the background (CutOffList.Run), so that the check costs no database
-// lookup.
+// lookup; its OnCutOff hands each new cut-off to what else must end with
+// it (the reference server disables the app's webhook endpoints there).
 //
 // Errors of Verify are *errors.Error values (import it as apierrors): 401
 // invalid_token for a bad token, whose description never echoes it.
