@@ -3,7 +3,6 @@ package resource_test
 import (
 	"net/http"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 
@@ -12,31 +11,6 @@ import (
 
 	"github.com/waybillhq/waybill/resource"
 )
-
-// doWith is env.do with extra request headers.
-func (e *env) doWith(t testing.TB, method, path, token, body string, header map[string]string) response {
-	t.Helper()
-	var rd *strings.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	var req *http.Request
-	var err error
-	if rd != nil {
-		req, err = http.NewRequest(method, e.http.URL+path, rd)
-	} else {
-		req, err = http.NewRequest(method, e.http.URL+path, nil)
-	}
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	return send(t, req)
-}
 
 var strongTag = regexp.MustCompile(`^"[A-Za-z0-9_-]{22}"$`)
 

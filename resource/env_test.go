@@ -3,7 +3,6 @@ package resource_test
 import (
 	"context"
 	"database/sql"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -258,25 +257,25 @@ func (r response) list() []any { l, _ := r.body["data"].([]any); return l }
 // JSON body (none when body is "").
 func (e *env) do(t testing.TB, method, path, token, body string) response {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.http.URL+path, rd)
+	return e.doWith(t, method, path, token, body, nil)
+}
+
+// doWith is do with more request headers.
+func (e *env) doWith(t testing.TB, method, path, token, body string, header map[string]string) response {
+	t.Helper()
+	r, err := apitest.DoWith(method, e.http.URL+path, token, body, header)
 	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	return send(t, req)
+	return responseOf(r)
 }
 
 func send(t testing.TB, req *http.Request) response {
 	t.Helper()
 	r, err := apitest.Send(req)
 	require.NoError(t, err)
+	return responseOf(r)
+}
+
+func responseOf(r apitest.Response) response {
 	return response{status: r.Status, header: r.Header, body: r.Body, raw: r.Raw}
 }
 
