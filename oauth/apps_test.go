@@ -165,6 +165,7 @@ func TestRevokeAndIntrospect(t *testing.T) {
 		assert.Equal(t, "svc:orders:read", r.str("scope"))
 		assert.Equal(t, e.app.ClientID, r.str("client_id"))
 		assert.Equal(t, adminID, r.str("sub"))
+		assert.Equal(t, code.str("token_type"), r.str("token_type"), "introspection spells token_type as the token answer does")
 		assert.Equal(t, true, introspect(refresh).body["active"])
 		assert.Equal(t, false, introspect("nope").body["active"])
 		assert.Equal(t, 401, e.post(t, oauth.PathIntrospect, url.Values{"token": {access}}, nil, false).status, "introspection needs client authentication")

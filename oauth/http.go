@@ -626,7 +626,7 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 		}
 		return &Introspection{
 			Active: true, Scope: FormatScope(c.Scopes), ClientID: c.ClientID, Subject: c.Subject,
-			TokenType: "Bearer", ExpiresAt: c.ExpiresAt, IssuedAt: c.IssuedAt, Issuer: c.Issuer,
+			TokenType: "bearer", ExpiresAt: c.ExpiresAt, IssuedAt: c.IssuedAt, Issuer: c.Issuer,
 			Audience: c.Audience, ID: c.ID, OrganizationID: c.OrganizationID, BranchIDs: c.BranchIDs,
 		}, nil
 	} else if !apierrors.HasCode(err, apierrors.CodeInvalidToken) {

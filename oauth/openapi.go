@@ -489,7 +489,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 		openapi.Prop("scope", openapi.String("The token's scopes, space-separated.")),
 		openapi.Prop("client_id", openapi.String("The client the token was issued to.")),
 		openapi.Prop("sub", openapi.String("The user (authorization code) or the app (client credentials).")),
-		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"Bearer", "refresh_token"}, Description: "`Bearer` for an access token, `refresh_token` for a refresh token."}),
+		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer", "refresh_token"}, Description: "`bearer` for an access token (as in the token answer), `refresh_token` for a refresh token."}),
 		openapi.Prop("exp", &openapi.Schema{Type: "integer", Format: "int64", Description: "Expiry, in seconds since 1970."}),
 		openapi.Prop("iat", &openapi.Schema{Type: "integer", Format: "int64", Description: "Issue time, in seconds since 1970 (access tokens)."}),
 		openapi.Prop("iss", openapi.String("The issuer (access tokens).")),
