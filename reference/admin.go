@@ -54,15 +54,15 @@ var adminCommands = []adminCommand{
 	{"user create", "--email E --password P --org ORG [--org ...] [--admin]", func() adminCmd { return &userCreate{} }},
 	{"user remove", "--id USER --org ORG", func() adminCmd { return &userRemove{} }},
 	{"user delete", "--id USER", func() adminCmd { return &userDelete{} }},
-	{"app create", `--org ORG --name NAME --scopes "s1 s2" [--branches B1,B2] [--redirect-uri URI ...]`, func() adminCmd { return &appCreate{} }},
+	{"app create", `--org ORG --name NAME --scopes "s1 s2" [--branches B1,B2 | --all-branches] [--redirect-uri URI ...]`, func() adminCmd { return &appCreate{} }},
 	{"app rotate-secret", "--client-id ID [--revoke-tokens]", func() adminCmd { return &appRotateSecret{} }},
 	{"keys reencrypt", "--secrets-key KEY [--previous-secrets-key KEY]", func() adminCmd { return &keysReencrypt{} }},
-	{"purge", "[--refresh-max-age D]", func() adminCmd { return &purgeCmd{} }},
-	{"keys rotate", "[--jwt-alg ALG] [--secrets-key KEY]", func() adminCmd { return &keysRotate{} }},
+	{"purge", "[--refresh-max-age D] [--event-retention D]", func() adminCmd { return &purgeCmd{} }},
+	{"keys rotate", "[--jwt-alg ALG] [--secrets-key KEY] [--previous-secrets-key KEY]", func() adminCmd { return &keysRotate{} }},
 	{"org list", "", func() adminCmd { return &orgList{} }},
 	{"branch list", "--org ORG", func() adminCmd { return &branchList{} }},
 	{"user list", "--org ORG", func() adminCmd { return &userList{} }},
-	{"user set-password", "--id USER | --email E, --password P", func() adminCmd { return &userSetPassword{} }},
+	{"user set-password", "(--id USER | --email E) --password P", func() adminCmd { return &userSetPassword{} }},
 	{"app list", "--org ORG", func() adminCmd { return &appList{} }},
 	{"app connected", "--org ORG", func() adminCmd { return &appConnected{} }},
 	{"app disconnect", "--org ORG --client-id ID", func() adminCmd { return &appDisconnect{} }},
@@ -214,7 +214,7 @@ func printAdminUsage(w io.Writer, group string) {
 	fmt.Fprintln(w, "Usage: waybill admin <command> [flags]\n\nCommands:")
 	for _, c := range adminCommands {
 		if group == "" || strings.HasPrefix(c.words, group+" ") {
-			fmt.Fprintf(w, "  waybill admin %s %s\n", c.words, c.synopsis)
+			fmt.Fprintln(w, "  "+strings.TrimSpace("waybill admin "+c.words+" "+c.synopsis))
 		}
 	}
 	fmt.Fprintln(w, "\nEach takes --database-url (default "+defaultDatabaseURL+", env WAYBILL_DATABASE_URL) and prints")

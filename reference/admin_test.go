@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -242,4 +244,20 @@ func TestStringList(t *testing.T) {
 	require.NoError(t, l.Set("b"))
 	assert.Equal(t, stringList{"a", "b"}, l)
 	assert.Equal(t, "a,b", l.String())
+}
+
+// TestAdminSynopsesNameEveryFlag checks that "waybill admin -h" names every flag of
+// every command (--database-url, which all take, is said once below the list), so
+// that a flag is never found only by asking each command for its own help.
+func TestAdminSynopsesNameEveryFlag(t *testing.T) {
+	t.Parallel()
+	for _, c := range adminCommands {
+		t.Run(c.words, func(t *testing.T) {
+			fs := flag.NewFlagSet(c.words, flag.ContinueOnError)
+			c.newCmd().flags(fs)
+			fs.VisitAll(func(f *flag.Flag) {
+				assert.Regexp(t, `(^|[\s\[(|])--`+regexp.QuoteMeta(f.Name)+`($|[\s\]),=])`, c.synopsis, "the synopsis of %q names --%s", c.words, f.Name)
+			})
+		})
+	}
 }

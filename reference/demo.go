@@ -175,7 +175,7 @@ func writeCodeFlow(b *strings.Builder, baseURL, clientID, secret string) {
 	}
 	fmt.Fprintf(b, "Try the authorization-code flow as the user %s:\n", demoEmail)
 	fmt.Fprintf(b, "  1. Open in a browser, sign in, pick the organization and approve:\n     %s%s?%s\n", baseURL, oauth.PathAuthorize, q.Encode())
-	fmt.Fprintf(b, "  2. The browser goes to %s?code=...&state=demo where nothing listens: copy the code from the address bar.\n", demoRedirectURI)
+	fmt.Fprintf(b, "  2. The browser goes to %s?code=...&iss=...&state=demo where nothing listens: copy the code from the address bar.\n", demoRedirectURI)
 	fmt.Fprintf(b, "  3. Within 60 seconds, exchange it for an access token and a refresh token:\n     CODE=<the code>\n     %s\n", exchangeCurl(baseURL, clientID, secret, verifier))
 }
 
@@ -204,7 +204,7 @@ func printDemoSeeded(ctx context.Context, out io.Writer, tokens *oauth.Server, i
 		b.WriteString("  The demo app is being registered by another process; its output shows the client id and secret.\n")
 	} else {
 		fmt.Fprintf(&b, "  client_id: %s  (its secret was shown when the demo was seeded and cannot be shown again)\n", info.clientID)
-		fmt.Fprintf(&b, "  For a new secret (the old one stops working), with the same --database-url as serve:\n  waybill admin app rotate-secret --client-id %s\n", info.clientID)
+		fmt.Fprintf(&b, "  For a new secret (the old one stops working), with the same --database-url as serve:\n%s", adminHint("app rotate-secret --client-id "+info.clientID))
 		fmt.Fprintf(&b, "Then get a token:\n  %s\n", tokenCurl(baseURL, info.clientID, "SECRET"))
 	}
 	fmt.Fprintf(&b, "List the quotations of the %s branch:\n  %s\n", demoNorth, listCurl(baseURL, info.northID))
@@ -212,10 +212,17 @@ func printDemoSeeded(ctx context.Context, out io.Writer, tokens *oauth.Server, i
 		feedCurl(baseURL, info.organizationID))
 	if info.codeFlow {
 		writeCodeFlow(&b, baseURL, info.clientID, "SECRET")
-		fmt.Fprintf(&b, "  The password of %s: waybill admin user set-password --email %s --password NEW\n", demoEmail, demoEmail)
+		fmt.Fprintf(&b, "  For a new password of %s:\n%s", demoEmail, adminHint("user set-password --email "+demoEmail+" --password NEW"))
 	}
 	_, err := io.WriteString(out, b.String())
 	return err
+}
+
+// adminHint returns the lines that run "waybill admin args", in both forms a
+// user may need: the built binary's, and that of a source checkout, where
+// "go run ./reference" stands for "waybill".
+func adminHint(args string) string {
+	return fmt.Sprintf("  waybill admin %s\n  (from a source checkout: go run ./reference admin %s)\n", args, args)
 }
 
 // tokenCurl returns a shell line that gets a client-credentials token and

@@ -155,6 +155,7 @@ func TestSeedDemo(t *testing.T) {
 			assert.Contains(t, second, "Demo data already seeded")
 			assert.Contains(t, second, "client_id: "+clientID[1])
 			assert.Contains(t, second, "waybill admin app rotate-secret --client-id "+clientID[1])
+			assert.Contains(t, second, "go run ./reference admin app rotate-secret --client-id "+clientID[1], "the form that works from a source checkout")
 			assert.Contains(t, second, "/v1/"+north+"/quotations")
 			assert.Contains(t, second, "/v1/"+org+"/events")
 			assert.NotContains(t, second, secret[1])
@@ -239,6 +240,16 @@ func TestSeedDemoCodeFlowAsPrinted(t *testing.T) {
 	assert.Equal(t, "demo", back.Query().Get("state"))
 	code := back.Query().Get("code")
 	require.NotEmpty(t, code)
+	// Step 2 shows the address the browser really lands on, parameter by parameter.
+	var shape []string
+	for _, p := range strings.Split(back.RawQuery, "&") {
+		name, value, _ := strings.Cut(p, "=")
+		if name != "state" {
+			value = "..."
+		}
+		shape = append(shape, name+"="+value)
+	}
+	assert.Contains(t, printed, demoRedirectURI+"?"+strings.Join(shape, "&")+" ", "step 2 shows %s", back)
 
 	// The printed command, as the shell runs it.
 	cmd := exec.CommandContext(t.Context(), "sh", "-c", exchange[1])

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	waybill                  same as "waybill serve --demo"
+//	waybill [serve flags]    same as "waybill serve --demo [serve flags]"
 //	waybill serve [flags]    run the HTTP server
 //	waybill migrate [flags]  migrate the database; prints {"applied":[versions]}
 //	waybill admin org create    --name NAME                      → {"id"}
@@ -12,8 +12,8 @@
 //	waybill admin user create   --email E --password P --org ORG [--org ...] [--admin] → {"id"}
 //	waybill admin user remove   --id USER --org ORG   → {"id", "organization_id", "revoked_families"}
 //	waybill admin user delete   --id USER             → {"id", "organization_ids", "revoked_families"}
-//	waybill admin purge [--refresh-max-age D] → {"codes", "refresh_tokens", "families", "grants"}
-//	waybill admin app create    --org ORG --name NAME --scopes "s1 s2" [--branches B1,B2] [--redirect-uri URI ...] → {"client_id", "client_secret", ...}
+//	waybill admin purge [--refresh-max-age D] [--event-retention D] → {"codes", "refresh_tokens", "families", "grants", ...}
+//	waybill admin app create    --org ORG --name NAME --scopes "s1 s2" [--branches B1,B2 | --all-branches] [--redirect-uri URI ...] → {"client_id", "client_secret", ...}
 //	waybill admin app rotate-secret --client-id ID [--revoke-tokens] → {"client_id", "client_secret", "tokens_revoked", ...}
 //	waybill admin keys reencrypt --secrets-key KEY [--previous-secrets-key KEY] → {"reencrypted", "secrets_key_id"}
 //	waybill help             print this help
@@ -160,8 +160,9 @@ func main() {
 // and stderr its logs. It returns when the command is done or, for serve,
 // after ctx is done and the server has shut down.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		args = []string{"serve", "--demo"}
+	if len(args) == 0 || isServeFlag(args[0]) {
+		// "waybill" and "waybill --addr HOST:PORT ..." are "waybill serve --demo ...".
+		args = append([]string{"serve", "--demo"}, args...)
 	}
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
@@ -178,6 +179,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		return fmt.Errorf("unknown command %q; commands: %s (see \"waybill help\")", cmd, strings.Join(commands, ", "))
 	}
+}
+
+// isServeFlag reports whether arg, the first argument, is a flag rather than a command
+// (and not a request for help): flags alone are flags of "serve --demo".
+func isServeFlag(arg string) bool {
+	return strings.HasPrefix(arg, "-") && !slices.Contains([]string{"-h", "-help", "--help"}, arg)
 }
 
 // commands lists the commands that run knows.
@@ -197,7 +204,8 @@ Commands:
   openapi  print the OpenAPI 3.1 document of the API (also served at /v1/openapi.json)
   help     print this help
 
-With no command, waybill runs "waybill serve --demo".
+With no command, waybill runs "waybill serve --demo", with the flags given
+(waybill --addr 127.0.0.1:9090 is waybill serve --demo --addr 127.0.0.1:9090).
 Every flag has a WAYBILL_* environment equivalent (--addr: WAYBILL_ADDR,
 --database-url: WAYBILL_DATABASE_URL), used when the flag is not given.
 Database URLs: postgres://... (any pgx URL) or sqlite://PATH, relative to

@@ -254,6 +254,25 @@ func TestRunNoArgs(t *testing.T) {
 	assert.Equal(t, 1, demo, "--demo seeded its organization")
 }
 
+// TestRunFlagsOnly checks that flags without a command are the flags of
+// "waybill serve --demo", as "go run ./reference --addr HOST:PORT" users type them.
+func TestRunFlagsOnly(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite://" + testdb.SQLitePath(t)
+	url, _, stop := startRun(t, []string{"--addr", "127.0.0.1:0", "--database-url", dbURL}, env(nil))
+
+	resp, _ := get(t, http.MethodGet, url+"/healthz")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, stop())
+
+	db, _, err := openDB(t.Context(), dbURL, defaultDBMaxConns)
+	require.NoError(t, err)
+	defer db.Close()
+	var demo int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM organizations WHERE name = 'Demo Transport'").Scan(&demo))
+	assert.Equal(t, 1, demo, "--demo seeded its organization")
+}
+
 func TestRunErrors(t *testing.T) {
 	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -267,11 +286,11 @@ func TestRunErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"unknown command", []string{"bogus"}, nil, `unknown command "bogus"; commands: serve, migrate, admin, openapi, help`},
-		{"flag without command", []string{"--addr", "x"}, nil, `unknown command "--addr"`},
+		{"flags without command are serve --demo's", []string{"--addr", "x"}, nil, "serve: listen tcp: address x: missing port in address; choose another address with --addr HOST:PORT or WAYBILL_ADDR"},
 		{"unknown flag", []string{"serve", "--bogus"}, nil, "serve: flag provided but not defined: -bogus"},
 		{"positional argument", []string{"serve", "extra"}, nil, `serve: unexpected argument "extra"`},
 		{"bad environment value", []string{"serve"}, map[string]string{"WAYBILL_DEMO": "maybe"}, `invalid value "maybe" for WAYBILL_DEMO`},
-		{"address in use", []string{"serve", "--addr", busy.Addr().String()}, nil, "serve: listen tcp " + busy.Addr().String()},
+		{"address in use", []string{"serve", "--addr", busy.Addr().String()}, nil, "serve: listen tcp " + busy.Addr().String() + ": bind: address already in use; choose another address with --addr HOST:PORT or WAYBILL_ADDR (port 0 picks a free port)"},
 		{"bad database URL", []string{"serve", "--addr", "127.0.0.1:0", "--database-url", "mysql://x"}, nil, "serve: database URL must start with"},
 		{"unreachable database", []string{"serve", "--addr", "127.0.0.1:0"}, map[string]string{"WAYBILL_DATABASE_URL": "postgres://u@127.0.0.1:1/x?connect_timeout=5"}, "serve: open database postgres://u@127.0.0.1:1/x"},
 	}

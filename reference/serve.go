@@ -218,7 +218,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	// arrive from now on wait in the backlog.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return fmt.Errorf("serve: %w; choose another address with --addr HOST:PORT or WAYBILL_ADDR (port 0 picks a free port)", err)
 	}
 
 	db, dialect, applied, err := openAndMigrate(ctx, cfg.DatabaseURL, cfg.DBMaxConns)
