@@ -184,12 +184,25 @@ func (s *Schema) checkParams(values url.Values) error {
 		}
 	}
 	if found {
-		if s.CursorKey != nil {
-			return apierrors.InvalidRequest("unknown query parameter %s; a list takes limit, offset, after, sort and filter", quote(unknown))
-		}
-		return apierrors.InvalidRequest("unknown query parameter %s; a list takes limit, offset, sort and filter", quote(unknown))
+		return apierrors.InvalidRequest("unknown query parameter %s; a list takes %s", quote(unknown), s.paramList())
 	}
 	return nil
+}
+
+// paramList names the parameters a list takes, the caller's Params included:
+// "limit, offset, sort and filter".
+func (s *Schema) paramList() string {
+	names := []string{paramLimit, paramOffset}
+	if s.CursorKey != nil {
+		names = append(names, paramAfter)
+	}
+	names = append(names, paramSort, paramFilter)
+	for _, p := range s.Params {
+		if !slices.Contains(names, p) {
+			names = append(names, p)
+		}
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 func single(name string, v []string) (string, error) {

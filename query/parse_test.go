@@ -318,7 +318,7 @@ func TestParseCustomParams(t *testing.T) {
 	_, err := s.Parse(url.Values{"expand": {"account"}, "limit": {"5"}})
 	require.NoError(t, err)
 	_, err = s.Parse(url.Values{"fields": {"id"}})
-	require.Error(t, err)
+	requireInvalid(t, err, `unknown query parameter "fields"; a list takes limit, offset, sort, filter and expand`)
 }
 
 func TestParseLimits(t *testing.T) {

@@ -310,7 +310,9 @@ func checkWhitelists(t testing.TB, s *suite) {
 	}
 	assertRefused(t, list("filter", "no_such_field:eq:x"), http.StatusBadRequest, "invalid_request", "a filter on an unknown field")
 	assertRefused(t, list("sort", "no_such_field:asc"), http.StatusBadRequest, "invalid_request", "a sort on an unknown field")
-	assertRefused(t, list("no_such_parameter", "1"), http.StatusBadRequest, "invalid_request", "an unknown parameter")
+	unknown := list("no_such_parameter", "1")
+	assertRefused(t, unknown, http.StatusBadRequest, "invalid_request", "an unknown parameter")
+	assert.Contains(t, unknown.raw, "sort, filter and fields", "an unknown parameter's error names every parameter a list takes")
 	for _, f := range s.r.AllFields() {
 		if !f.Filter {
 			assertRefused(t, list("filter", f.Name+":eq:x"), http.StatusBadRequest, "invalid_request", "a filter on "+f.Name+", which is not filterable")
