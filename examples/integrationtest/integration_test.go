@@ -11,8 +11,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,13 +54,46 @@ var postgresServer = sync.OnceValues(func() (string, error) {
 	return ctr.ConnectionString(ctx, "sslmode=disable")
 })
 
-// TestMain runs the tests, then removes the container if one was started.
+// skipped counts the tests that skipped for want of PostgreSQL.
+var skipped atomic.Int64
+
+// TestMain runs the tests, then removes the container if one was started,
+// and says how many tests skipped for want of PostgreSQL.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if container != nil {
 		_ = testcontainers.TerminateContainer(container)
 	}
+	if n := skipped.Load(); n == 1 {
+		announce("examples/integrationtest: 1 test skipped for want of PostgreSQL; set WAYBILL_TEST_DATABASE_URL or start Docker to run it")
+	} else if n > 1 {
+		announce(fmt.Sprintf("examples/integrationtest: %d tests skipped for want of PostgreSQL; "+
+			"set WAYBILL_TEST_DATABASE_URL or start Docker to run them", n))
+	}
 	os.Exit(code)
+}
+
+// announce writes line where the person who ran go test sees it, although go
+// test shows the output of a passing package only with -v: to standard output
+// under -v; otherwise to the terminal; without one (a CI log, a pipe), to the
+// standard error of the go command that runs the test binary (its parent,
+// found through Linux's /proc); else to standard output.
+func announce(line string) {
+	out := os.Stdout
+	if !testing.Verbose() {
+		parent := fmt.Sprintf("/proc/%d/", os.Getppid())
+		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+			out = tty
+		} else if exe, err := os.Readlink(parent + "exe"); err == nil && filepath.Base(exe) == "go" {
+			if f, err := os.OpenFile(parent+"fd/2", os.O_WRONLY|os.O_APPEND, 0); err == nil {
+				out = f
+			}
+		}
+	}
+	fmt.Fprintln(out, line)
+	if out != os.Stdout {
+		_ = out.Close()
+	}
 }
 
 // postgres returns a database that belongs to t alone: a new schema on
@@ -73,6 +108,7 @@ func postgres(t *testing.T) *sql.DB {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
 		}
+		skipped.Add(1)
 		t.Skip(err)
 	}
 	u, err := url.Parse(server)

@@ -59,18 +59,38 @@ func skipReport(dir string, postgres, redis int64) string {
 		dir, n, tests, want, them, vars, readmeSection)
 }
 
-// report writes line where the person who ran go test sees it: to standard output under
-// -v (go test shows it then), otherwise to the terminal, and to standard output when
-// there is none (go test shows it if the package fails).
+// report writes line where the person who ran go test sees it. go test shows the output
+// of a passing package only under -v, so: to standard output under -v; otherwise to the
+// terminal; without one (a CI log, a pipe), to the standard error of the go command
+// that runs the test binary; and to standard output when none of these can be opened
+// (go test shows it if the package fails).
 func report(line string) {
 	var w io.Writer = os.Stdout
 	if !testing.Verbose() {
-		if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-			defer tty.Close()
-			w = tty
+		if out := outsideGoTest(); out != nil {
+			defer out.Close()
+			w = out
 		}
 	}
 	fmt.Fprintln(w, line)
+}
+
+// outsideGoTest opens the terminal, or else the standard error of the go command that
+// started this test binary (its parent process, found through Linux's /proc), for
+// writing; nil when neither can be opened.
+func outsideGoTest() *os.File {
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		return tty
+	}
+	parent := fmt.Sprintf("/proc/%d/", os.Getppid())
+	if exe, err := os.Readlink(parent + "exe"); err != nil || filepath.Base(exe) != "go" {
+		return nil
+	}
+	f, err := os.OpenFile(parent+"fd/2", os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil
+	}
+	return f
 }
 
 // uncached keeps go test from caching the run. go test caches a passing run together

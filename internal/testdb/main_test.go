@@ -1,10 +1,13 @@
 package testdb
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,4 +91,32 @@ func TestEveryPackageReportsSkips(t *testing.T) {
 	for dir := range uses {
 		assert.True(t, calls[dir], "the tests of ./%s use testdb but no TestMain calls testdb.Main(m)", dir)
 	}
+}
+
+// TestSkipsAnnouncedWithoutTerminal runs go test as a CI job or a pipe would, without -v
+// and without a controlling terminal, on packages whose tests find neither PostgreSQL
+// nor Docker: the line that says they skipped still reaches the person reading go test's
+// output, for this package and for examples/integrationtest, which reports on its own.
+func TestSkipsAnnouncedWithoutTerminal(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	gobin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	cmd := exec.CommandContext(t.Context(), gobin, "test", "-count=1", "-run", "^(TestPostgresSchemaLifecycle|TestCreate)$",
+		"./internal/testdb", "./examples/integrationtest")
+	cmd.Dir = root
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); name != envCI && name != envDatabaseURL && name != envRedisURL {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	// No Docker either: testcontainers finds no daemon at this socket.
+	cmd.Env = append(cmd.Env, "DOCKER_HOST=unix://"+filepath.Join(t.TempDir(), "no-docker.sock"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // no controlling terminal: /dev/tty does not open
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", &stdout, &stderr)
+	all := stdout.String() + stderr.String()
+	assert.Contains(t, all, "./internal/testdb: 1 test skipped for want of PostgreSQL", all)
+	assert.Contains(t, all, "examples/integrationtest: 1 test skipped for want of PostgreSQL", all)
 }
