@@ -2,10 +2,12 @@
 // pull alternative to webhooks: it reads the quotation events of one
 // scope in commit order, page after page, and keeps its place in a file.
 //
-//	WAYBILL_TOKEN=... WAYBILL_SCOPE_ID=... go run ./examples/webhookreceiver/feedconsumer
+//	WAYBILL_TOKEN=... WAYBILL_SCOPE_ID=<a branch id> go run ./examples/webhookreceiver/feedconsumer
 //
-// WAYBILL_URL is the server (default http://127.0.0.1:8080). The token
-// needs svc:events:read and svc:quotations:read.
+// WAYBILL_URL is the server (default http://127.0.0.1:8080). Quotations
+// belong to branches, so WAYBILL_SCOPE_ID is a branch's id; the feed of a
+// branch holds that branch's events. The token needs svc:events:read and
+// svc:quotations:read, and the branch among those it may use.
 package main
 
 import (
@@ -73,6 +75,9 @@ type event struct {
 // errCursorExpired is the feed's 410: the cursor points before the
 // events the server still keeps.
 var errCursorExpired = errors.New("the cursor is older than the events the server keeps")
+
+// errNotFound is a 404: the scope is no branch of the token's organization.
+var errNotFound = errors.New("not found")
 
 // run follows the feed from the stored cursor until ctx ends or an error
 // that waiting does not cure.
@@ -161,7 +166,12 @@ func (c *consumer) snapshot(ctx context.Context) error {
 				NextCursor *string `json:"next_cursor"` // null on the last page
 			} `json:"pagination"`
 		}
-		if err := c.get(ctx, "/v1/"+c.scope+"/quotations?"+q.Encode(), &page); err != nil {
+		err := c.get(ctx, "/v1/"+c.scope+"/quotations?"+q.Encode(), &page)
+		if errors.Is(err, errNotFound) {
+			return fmt.Errorf("%w; quotations belong to branches: set WAYBILL_SCOPE_ID to the id of a branch "+
+				"(waybill admin branch list --org ORG lists them), not to the organization's id", err)
+		}
+		if err != nil {
 			return err
 		}
 		slog.Info("snapshot page", "records", len(page.Data)) // store each record here
@@ -217,10 +227,14 @@ func (c *consumer) get(ctx context.Context, path string, v any) error {
 			if err := sleep(ctx, wait); err != nil {
 				return err
 			}
-		default: // 400, 401, 403: waiting will not help
+		default: // 400, 401, 403, 404: waiting will not help
 			_ = json.NewDecoder(resp.Body).Decode(&body)
 			resp.Body.Close()
-			return fmt.Errorf("GET %s: %s %s: %s", path, resp.Status, body.Error, body.Description)
+			err := fmt.Errorf("GET %s: %s %s: %s", path, resp.Status, body.Error, body.Description)
+			if resp.StatusCode == http.StatusNotFound {
+				err = fmt.Errorf("%w: %w", errNotFound, err)
+			}
+			return err
 		}
 	}
 }

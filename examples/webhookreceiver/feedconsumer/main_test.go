@@ -74,8 +74,9 @@ func (f *fakeFeed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			data = []map[string]any{}
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"data": data, "next_cursor": next, "version": "v1"})
-	default:
-		http.NotFound(w, r)
+	default: // as Waybill answers a scope that is no branch of the token's organization
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":"not_found","error_description":"not found"}`))
 	}
 }
 
@@ -136,6 +137,19 @@ func TestConsumerStopsOnUnauthorized(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "401")
 	assert.NotContains(t, err.Error(), "wrong", "the token is not in the error")
+}
+
+// TestConsumerExplainsAnOrganizationScope: quotations belong to branches, so
+// a scope that is the organization's id (a 404 on the quotations) stops the
+// program with an error that says what to set instead.
+func TestConsumerExplainsAnOrganizationScope(t *testing.T) {
+	srv := httptest.NewServer(&fakeFeed{cancel: func() {}})
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "feed.cursor")
+	c := &consumer{base: srv.URL, token: "tok", scope: "organization", cursorFile: file, client: srv.Client(), poll: time.Millisecond}
+	err := c.run(context.Background())
+	require.ErrorIs(t, err, errNotFound)
+	assert.Contains(t, err.Error(), "set WAYBILL_SCOPE_ID to the id of a branch")
 }
 
 func TestBackoff(t *testing.T) {
