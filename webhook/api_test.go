@@ -263,10 +263,16 @@ func TestScopes(t *testing.T) {
 		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write, "svc:quotations:read"), `{"event_types":["quotation.*"]}`)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
 		assert.JSONEq(t, `["quotations"]`, e.row(t, ep["id"].(string)).grantResources)
-		// A PATCH of the URL alone keeps the grant.
+		// A PATCH of the URL alone needs what the endpoint gets too, and
+		// grants anew.
 		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write), `{"url":"https://1.0.0.1/"}`)
+		assert.Equal(t, http.StatusForbidden, r.status, r.raw)
+		assert.Equal(t, "insufficient_scope", r.code())
+		assert.Contains(t, r.header.Get("WWW-Authenticate"), `scope="svc:quotations:read"`)
+		assert.Equal(t, publicURL, e.row(t, ep["id"].(string)).url)
+		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write, "svc:quotations:read", "svc:vehicles:read"), `{"url":"https://1.0.0.1/"}`)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
-		assert.JSONEq(t, `["quotations"]`, e.row(t, ep["id"].(string)).grantResources)
+		assert.JSONEq(t, `["quotations","vehicles"]`, e.row(t, ep["id"].(string)).grantResources)
 	})
 }
 
