@@ -360,6 +360,7 @@ func TestURLGuard(t *testing.T) {
 	refused := []string{
 		"http://127.0.0.1:8080/hook", "http://10.0.0.1/hook", "http://169.254.169.254/latest/meta-data/",
 		"http://localhost:9000/hook", "http://[::1]/hook", "http://192.168.1.10/",
+		"http://[2002:a00:1::1]/hook", "http://[2001::1]/hook", "http://198.18.0.1/", "http://192.0.0.170/", "http://203.0.113.5/", "http://[100::1]/",
 	}
 	malformed := []string{"ftp://1.1.1.1/", "/relative", "https://user:pw@1.1.1.1/", "https://1.1.1.1/" + strings.Repeat("a", 2048)}
 	for _, allow := range []bool{false, true} {
