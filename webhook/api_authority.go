@@ -163,21 +163,22 @@ func (a *API) endpointFor(ctx context.Context, q events.Querier, t tenancy.Tenan
 	return ep, nil
 }
 
-// checkCovers checks that the token of t may read everything ep, as it is
-// or will be after a change, gets: the events of every resource that both
-// its event types name and its grant (grant_resources, what the token that
-// last changed it could read) allows. The branches it gets are the
-// reach's business (reach.sees, authorize). Every change of an endpoint
-// and every redelivery needs it, so that ScopeWrite never lets a token
-// send another app's endpoint, or its own URL, events it could not read.
-func (a *API) checkCovers(t tenancy.Tenant, ep *endpointView) error {
+// checkCovers checks that the token of t may read everything an endpoint
+// of the event types eventTypes (as it is, or will be after a change) and
+// the grant grantResources (what the token that last changed it could
+// read) gets: the events of every resource that both name. The branches
+// it gets are the reach's business (reach.sees, authorize). Every change
+// of an endpoint and every redelivery needs it, so that ScopeWrite never
+// lets a token send another app's endpoint, or its own URL, events it
+// could not read.
+func (a *API) checkCovers(t tenancy.Tenant, eventTypes, grantResources []string) error {
 	var missing, what []string
 	for _, r := range a.Resources {
-		if !slices.Contains(ep.grantResources, r.Name) || t.HasScope(r.ReadScope()) {
+		if !slices.Contains(grantResources, r.Name) || t.HasScope(r.ReadScope()) {
 			continue
 		}
 		var types []string
-		for _, p := range ep.EventTypes {
+		for _, p := range eventTypes {
 			if name, _, _ := strings.Cut(p, "."); p == "*" || name == events.TypeName(r.Name) {
 				types = append(types, p)
 			}

@@ -86,6 +86,12 @@ func TestChangesNeedWhatTheEndpointGets(t *testing.T) {
 				"changing an endpoint, or sending its deliveries again, needs the read scope of every resource whose events it gets",
 			r.body["error_description"])
 
+		// Refused whatever version If-Match names: a stale one is no way to
+		// read the endpoint.
+		r = e.doWith(t, http.MethodPatch, item(enabled), other, `{"url":"https://1.0.0.1/mine"}`, map[string]string{"If-Match": `"stale"`})
+		assert.Equal(t, http.StatusForbidden, r.status, r.raw)
+		assert.NotContains(t, r.body, "data")
+
 		// The owner, which reads everything, still may.
 		r = e.do(t, http.MethodPost, item(enabled)+"/deliveries/"+delivery+"/redeliver", owner, "")
 		assert.Equal(t, http.StatusAccepted, r.status, r.raw)
@@ -209,10 +215,12 @@ func TestCutOffEndpointStaysDisabled(t *testing.T) {
 			}
 		}
 		assert.Equal(t, "delivered", e.deliveryStatus(t, delivery), "not sent again")
+		r := e.doWith(t, http.MethodPatch, item(id), other, `{"status":"enabled"}`, map[string]string{"If-Match": `"stale"`})
+		assert.Equal(t, http.StatusConflict, r.status, "whatever version If-Match names: %s", r.raw)
 
 		// Connected again, the owner changes it, and it stays disabled
 		// for the others until the owner enables it.
-		r := e.do(t, http.MethodPatch, item(id), owner, `{"url":"https://1.0.0.1/back"}`)
+		r = e.do(t, http.MethodPatch, item(id), owner, `{"url":"https://1.0.0.1/back"}`)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
 		assert.Equal(t, "disabled", r.data()["status"])
 		assert.True(t, e.row(t, id).cutOff)

@@ -314,7 +314,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 		if err := checkCutOff(t, ep); err != nil {
 			return err
 		}
-		if err := a.checkCovers(t, ep); err != nil {
+		if err := a.checkCovers(t, ep.EventTypes, ep.grantResources); err != nil {
 			return err
 		}
 		b := sq.Select("event_seq").From(deliveriesTable).

@@ -500,13 +500,24 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		if err := checkIfMatch(r, ep); err != nil {
-			return err
-		}
+		// Who may change it comes before If-Match: a refused change is
+		// refused whatever version it names.
 		if err := checkCutOff(t, ep); err != nil {
 			return err
 		}
 		if err := a.authorize(t, in, orgBranches, ep.BranchIDs); err != nil {
+			return err
+		}
+		types := ep.EventTypes
+		if in.eventTypes != nil {
+			types = in.eventTypes
+		}
+		// The endpoint as changed must get nothing the token could not
+		// read itself; it then acts under the token's authority.
+		if err := a.checkCovers(t, types, ep.grantResources); err != nil {
+			return err
+		}
+		if err := checkIfMatch(r, ep); err != nil {
 			return err
 		}
 		now := a.now()
@@ -519,11 +530,6 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		}
 		if in.setBranches {
 			ep.BranchIDs, set["branch_ids"] = in.branchIDs, jsonList(in.branchIDs)
-		}
-		// The endpoint as changed must get nothing the token could not
-		// read itself; it then acts under the token's authority.
-		if err := a.checkCovers(t, ep); err != nil {
-			return err
 		}
 		resources, branches := a.grant(t)
 		ep.ClientID, ep.grantResources = t.Claims.ClientID, resources
