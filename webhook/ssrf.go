@@ -265,14 +265,16 @@ var nonPublic = []struct {
 	{netip.MustParsePrefix("::/96"), "a reserved"},                                                  // RFC 4291, the deprecated IPv4-compatible addresses
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use IPv4/IPv6 translation (64:ff9b:1::/48)"}, // RFC 8215
 	{netip.MustParsePrefix("100::/64"), "a discard-only (100::/64)"},                                // RFC 6666
-	{netip.MustParsePrefix("100:0:0:1::/64"), "a dummy (100:0:0:1::/64)"},                           // RFC 9780
+	{netip.MustParsePrefix("100:0:0:1::/64"), "a dummy (100:0:0:1::/64)"},                           // the dummy IPv6 prefix
 	{netip.MustParsePrefix("2001::/32"), "a Teredo (2001::/32)"},                                    // RFC 4380, embeds an IPv4 address
-	{netip.MustParsePrefix("2001::/23"), "a reserved (IETF protocol assignments, 2001::/23)"},       // RFC 2928
-	{netip.MustParsePrefix("2001:db8::/32"), "a documentation (2001:db8::/32)"},                     // RFC 3849
-	{netip.MustParsePrefix("2002::/16"), "a 6to4 (2002::/16)"},                                      // RFC 3056, embeds an IPv4 address
-	{netip.MustParsePrefix("3fff::/20"), "a documentation (3fff::/20)"},                             // RFC 9637
-	{netip.MustParsePrefix("5f00::/16"), "a segment routing (SRv6, 5f00::/16)"},                     // RFC 9602
-	{netip.MustParsePrefix("fc00::/7"), "a private"},                                                // RFC 4193, unique local
+	// RFC 2928; the few reachable blocks inside (anycast services, AMT,
+	// AS112, ORCHIDv2, drone identifiers) are no webhook's either.
+	{netip.MustParsePrefix("2001::/23"), "a reserved (IETF protocol assignments, 2001::/23)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation (2001:db8::/32)"}, // RFC 3849
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 (2002::/16)"},                  // RFC 3056, embeds an IPv4 address
+	{netip.MustParsePrefix("3fff::/20"), "a documentation (3fff::/20)"},         // RFC 9637
+	{netip.MustParsePrefix("5f00::/16"), "a segment routing (SRv6, 5f00::/16)"}, // RFC 9602
+	{netip.MustParsePrefix("fc00::/7"), "a private"},                            // RFC 4193, unique local
 	{netip.MustParsePrefix("fe80::/10"), "a link-local"},
 	{netip.MustParsePrefix("fec0::/10"), "a private"}, // RFC 3879, the deprecated site-local addresses
 	{netip.MustParsePrefix("ff00::/8"), "a multicast"},
