@@ -125,7 +125,7 @@ func (a *API) readDeliveries(ctx context.Context, q events.Querier, f deliveryFi
 		return nil, dbError("list deliveries", err)
 	}
 	defer rows.Close()
-	var out []*deliveryView
+	out := []*deliveryView{} // an empty page is [], not null
 	byID := map[string]*deliveryView{}
 	for rows.Next() {
 		var (
