@@ -53,7 +53,7 @@ func TestWebhookEndpointAuthority(t *testing.T) {
 			require.Eventually(t, func() bool {
 				list := swDo(t, "GET", item+"/deliveries", owner, "", nil)
 				require.Equal(t, http.StatusOK, list.status, list.body)
-				data := list.json(t)["data"].([]any)
+				data, _ := list.json(t)["data"].([]any)
 				if len(data) == 0 {
 					return false
 				}
