@@ -34,8 +34,8 @@ const cutOffRefreshInterval = 2 * time.Second
 const cutOffWindow = oauth.DefaultAccessTokenTTL + time.Minute
 
 // newCutOffs returns the deny list of cut-offs of store, loaded once. Each
-// cut-off it learns of also disables the webhook endpoints the app
-// registered in the organization (webhook.DisableAppEndpoints, once per
+// cut-off it learns of also disables the webhook endpoints that act for
+// the app in the organization (webhook.DisableAppEndpoints, once per
 // cut-off whichever replica comes first), so that a disconnected app gets
 // no more events pushed than it can pull.
 func newCutOffs(ctx context.Context, store bearer.CutOffSource, db *sql.DB, d query.Dialect, logger *slog.Logger) (*bearer.CutOffList, error) {
@@ -140,7 +140,7 @@ type disconnection struct {
 }
 
 // exec cuts the app off from the organization (see oauth.Server.DisconnectApp),
-// disables the webhook endpoints the app registered in it, and prints a
+// disables the webhook endpoints that act for the app in it, and prints a
 // disconnection. The running servers refuse the app's tokens within
 // cutOffRefreshInterval.
 func (c *appDisconnect) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {

@@ -234,7 +234,7 @@ func TestDisconnectDisablesWebhookEndpoints(t *testing.T) {
 	}
 	t.Logf("the endpoint of the disconnected app was disabled %v after the disconnection", time.Since(start))
 	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Contains(t, endpoint(marketEP)["disabled_reason"], "the app "+market.clientID+" that registered it was disconnected from the organization")
+	assert.Contains(t, endpoint(marketEP)["disabled_reason"], "the app "+market.clientID+" that registered it or last changed it was disconnected from the organization")
 	assert.Equal(t, "enabled", endpoint(otherEP)["status"], "another app's endpoint")
 	assert.Contains(t, logs.String(), "disabled the webhook endpoints of an app disconnected from the organization")
 

@@ -83,8 +83,8 @@ const apiVersion = resource.Version
 // member twice, is 400 invalid_request. An endpoint answers as
 //
 //	{"id", "url", "event_types", "branch_ids" (null: every branch), "status",
-//	 "disabled_reason" (null while enabled), "client_id" (the app that
-//	 registered it), "created_at", "updated_at"}
+//	 "disabled_reason" (null while enabled), "client_id" (the app under
+//	 whose authority it acts), "created_at", "updated_at"}
 //
 // and the answer of POST alone adds "secret": the signing secret
 // ("whsec_..."), which no other answer and no log line ever shows again.
@@ -113,13 +113,33 @@ const apiVersion = resource.Version
 //     endpoint, whatever app registered it, is 404 to it on every route and
 //     left out of its list, so that it can neither read where another
 //     branch's events go nor redirect, re-grant or delete them.
-//   - The grant: on POST, and on every PATCH that sets event_types or
-//     branch_ids, the endpoint records what the token may read — the
-//     names of the resources whose read scope it has (grant_resources),
-//     and, for a client-credentials token, its branches (grant_branches;
-//     NULL, every branch, for an authorization-code token). The dispatcher
-//     delivers only events the grant allows, so ScopeWrite never lets a
-//     token see, through an endpoint, what it could not read itself.
+//   - The grant: on POST, and on every PATCH, the endpoint records what
+//     the token may read — the names of the resources whose read scope it
+//     has (grant_resources), and, for a client-credentials token, its
+//     branches (grant_branches; NULL, every branch, for an
+//     authorization-code token) — and the token's app (client_id). The
+//     dispatcher delivers only events the grant allows, so ScopeWrite
+//     never lets a token see, through an endpoint, what it could not read
+//     itself.
+//   - Authority: an endpoint acts under the authority of the app whose
+//     token registered it or changed it last. A PATCH (of any member, the
+//     URL or the status alone included, or of none) and a redelivery need
+//     a token that may read everything the endpoint gets, after the
+//     change: the read scope of every resource that both its event types
+//     name and its grant allows (else 403 insufficient_scope naming the
+//     missing scopes, and nothing changes), and its branches (above). A
+//     successful PATCH then grants the endpoint anew to the token, so
+//     disconnecting the app that registered it no longer disables it, and
+//     disconnecting the app that changed it does. A redelivery grants
+//     nothing. DELETE needs ScopeWrite and the branches only: it hands no
+//     one anything.
+//   - An endpoint disabled because its app was disconnected from the
+//     organization (DisableAppEndpoints) is that app's: a PATCH or a
+//     redelivery by any other app's token, or by a token of the app issued
+//     before the disconnection, is 409 conflict, so that no one else sends
+//     the events the organization cut off back to that app's URL under its
+//     secret. The app, once connected again, may change it and enable it
+//     (which makes it everyone's again); anyone may delete it.
 //   - An endpoint gets only the events committed after it was created: it
 //     starts at the organization's event head (after_seq).
 //   - The secret is webhook.NewSecret(), sealed with Sealer (the endpoint

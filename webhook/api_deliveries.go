@@ -125,7 +125,7 @@ func (a *API) readDeliveries(ctx context.Context, q events.Querier, f deliveryFi
 		return nil, dbError("list deliveries", err)
 	}
 	defer rows.Close()
-	var out []*deliveryView
+	out := []*deliveryView{} // an empty page is [], not null
 	byID := map[string]*deliveryView{}
 	for rows.Next() {
 		var (
@@ -307,7 +307,14 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 	d := a.Dialect
 	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := a.endpointFor(ctx, tx, t, rc, id, false); err != nil {
+		ep, err := a.endpointFor(ctx, tx, t, rc, id, false)
+		if err != nil {
+			return err
+		}
+		if err := checkCutOff(t, ep); err != nil {
+			return err
+		}
+		if err := a.checkCovers(t, ep.EventTypes, ep.grantResources); err != nil {
 			return err
 		}
 		b := sq.Select("event_seq").From(deliveriesTable).

@@ -184,3 +184,18 @@ func TestDeliveries(t *testing.T) {
 		assert.Zero(t, n)
 	})
 }
+
+// An endpoint without deliveries, or a page past the last, lists none:
+// data is an empty array, not null.
+func TestNoDeliveries(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, nil, func(t *testing.T, e *env) {
+		tok := e.codeToken(t, orgA, readAll...)
+		ep := e.create(t, tok, orgA, body(map[string]any{"url": publicURL, "event_types": []string{"*"}}))["id"].(string)
+		for _, q := range []string{"", "?status=failed"} {
+			r := e.do(t, http.MethodGet, endpoints(orgA)+"/"+ep+"/deliveries"+q, tok, "")
+			require.Equal(t, http.StatusOK, r.status, r.raw)
+			assert.Equal(t, []any{}, r.body["data"], q)
+		}
+	})
+}

@@ -6,8 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
-	"strings"
+	"time"
 
 	sq "github.com/Masterminds/squirrel"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/waybillhq/waybill/internal/conditional"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
-	"github.com/waybillhq/waybill/tenancy"
 )
 
 // This file serves the endpoints themselves: create, list, get, update,
@@ -53,26 +51,34 @@ type endpointView struct {
 	// Secret is set in the answer of POST only.
 	Secret string `json:"secret,omitempty"`
 
-	reason string // disabled_reason as stored
+	reason         string     // disabled_reason as stored
+	grantResources []string   // grant_resources
+	cutOffAt       *time.Time // cut_off_at: when set, the endpoint was disabled by the disconnection of ClientID then
 }
 
 // endpointColumns are the columns scanEndpoint reads.
-var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at"}
+var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at",
+	"grant_resources", "cut_off_at"}
 
 // scanEndpoint reads a row of endpointColumns.
 func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
 	var (
-		ep               endpointView
-		types            string
-		branches         sql.NullString
-		created, updated any
+		ep                       endpointView
+		types, grant             string
+		branches                 sql.NullString
+		created, updated, cutOff any
 	)
-	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated); err != nil {
+	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated, &grant, &cutOff); err != nil {
 		return nil, err
 	}
-	errs := []error{json.Unmarshal([]byte(types), &ep.EventTypes)}
+	errs := []error{json.Unmarshal([]byte(types), &ep.EventTypes), json.Unmarshal([]byte(grant), &ep.grantResources)}
 	if branches.Valid {
 		errs = append(errs, json.Unmarshal([]byte(branches.String), &ep.BranchIDs))
+	}
+	if cutOff != nil {
+		at, err := query.ScanTimestamp(cutOff)
+		errs = append(errs, err)
+		ep.cutOffAt = &at
 	}
 	c, err := query.ScanTimestamp(created)
 	errs = append(errs, err)
@@ -105,8 +111,9 @@ type endpointInput struct {
 	givenBranches bool // branch_ids named branches (checked against the organization)
 }
 
-// sets reports whether the input sets the grant: event_types or branch_ids.
-func (in *endpointInput) setsGrant() bool { return in.eventTypes != nil || in.setBranches }
+// setsSubscription reports whether the input sets what the endpoint
+// subscribes to: event_types or branch_ids.
+func (in *endpointInput) setsSubscription() bool { return in.eventTypes != nil || in.setBranches }
 
 // readEndpoint reads and validates the body of a POST (create) or PATCH:
 // the types and shapes of its members, the URL (Guard.CheckURL) and the
@@ -197,99 +204,6 @@ func (a *API) parsePatterns(types []string, refuse refusal) ([]string, error) {
 		}
 	}
 	return dedupe(types), nil
-}
-
-// authorize checks what the token of t may subscribe to: the read scopes
-// of the resources the patterns name, and the branches (see API). orgBranches
-// are the organization's branches, read before the transaction; current
-// is the branch_ids the endpoint has when the input leaves them (nil on
-// POST: every branch).
-func (a *API) authorize(t tenancy.Tenant, in *endpointInput, orgBranches []string, current []string) error {
-	for _, p := range in.eventTypes {
-		if err := a.checkScope(t, p); err != nil {
-			return err
-		}
-	}
-	if in.givenBranches {
-		for _, b := range in.branchIDs {
-			if !slices.Contains(orgBranches, b) {
-				return in.refuse("branch_ids: %q is not a branch of the organization", b)
-			}
-		}
-	}
-	if !t.Claims.ClientCredentials() || !in.setsGrant() {
-		return nil
-	}
-	branches := current
-	if in.setBranches {
-		branches = in.branchIDs
-	}
-	if branches == nil {
-		for _, b := range orgBranches {
-			if !slices.Contains(t.Claims.BranchIDs, b) {
-				return apierrors.InsufficientScope("", "the token does not cover every branch of the organization: give branch_ids, a list of the branches it may use")
-			}
-		}
-		return nil
-	}
-	for _, b := range branches {
-		if !slices.Contains(t.Claims.BranchIDs, b) {
-			return apierrors.InsufficientScope("", "the token may not use the branch %s of branch_ids", b)
-		}
-	}
-	return nil
-}
-
-// checkScope checks that the token of t may read what the pattern p names.
-func (a *API) checkScope(t tenancy.Tenant, p string) error {
-	if p == "*" {
-		for _, r := range a.Resources {
-			if t.HasScope(r.ReadScope()) {
-				return nil
-			}
-		}
-		return apierrors.InsufficientScope("", "the event type * needs the read scope of at least one resource (svc:<resource>:read); the token has none")
-	}
-	name, _, _ := strings.Cut(p, ".")
-	for _, r := range a.Resources {
-		if events.TypeName(r.Name) == name && !t.HasScope(r.ReadScope()) {
-			return apierrors.InsufficientScope(r.ReadScope(), "the event type %s needs the scope %s", p, r.ReadScope())
-		}
-	}
-	return nil
-}
-
-// grant returns what the token of t may read: the names of the resources
-// whose read scope it has, and its branches for a client-credentials
-// token (nil, every branch, for an authorization-code token).
-func (a *API) grant(t tenancy.Tenant) (resources, branches []string) {
-	resources = []string{}
-	for _, r := range a.Resources {
-		if t.HasScope(r.ReadScope()) {
-			resources = append(resources, r.Name)
-		}
-	}
-	if t.Claims.ClientCredentials() {
-		branches = append([]string{}, t.Claims.BranchIDs...)
-	}
-	return resources, branches
-}
-
-// orgBranches returns the branches of the organization of t when the input
-// needs them: to check the branch_ids it names, or the branches of a
-// client-credentials token that sets the grant.
-func (a *API) orgBranches(ctx context.Context, t tenancy.Tenant, in *endpointInput) ([]string, error) {
-	if !in.givenBranches && !(t.Claims.ClientCredentials() && in.setsGrant()) {
-		return nil, nil
-	}
-	if a.Branches == nil {
-		return nil, apierrors.Internal(errors.New("webhook: API.Branches is required"))
-	}
-	bs, err := a.Branches.List(ctx, t.OrganizationID)
-	if err != nil {
-		return nil, apierrors.Internal(err)
-	}
-	return bs, nil
 }
 
 // jsonList returns l as the JSON array stored in a text column, nil (NULL)
@@ -449,59 +363,6 @@ func endpointID(r *http.Request) (string, error) {
 	return id, nil
 }
 
-// reach is which of the organization's endpoints a token may see and
-// manage: all of them for a token that covers every branch of the
-// organization; for a client-credentials token limited to some branches,
-// those limited to branches among its own. Another app's endpoint that
-// reaches further is not the token's to read, redirect or delete: to such
-// a token it does not exist (404).
-type reach struct {
-	all      bool
-	branches []string
-}
-
-// reachOf returns the reach of t's token. It asks the organization's
-// branches, so it runs before any transaction (SQLite has one connection).
-func (a *API) reachOf(ctx context.Context, t tenancy.Tenant) (reach, error) {
-	if !t.Claims.ClientCredentials() {
-		return reach{all: true}, nil
-	}
-	all, err := t.CoversAllBranches(ctx)
-	if err != nil {
-		return reach{}, apierrors.Internal(err)
-	}
-	return reach{all: all, branches: t.Claims.BranchIDs}, nil
-}
-
-// sees reports whether ep is within the reach.
-func (r reach) sees(ep *endpointView) bool {
-	if r.all {
-		return true
-	}
-	if ep.BranchIDs == nil {
-		return false
-	}
-	for _, b := range ep.BranchIDs {
-		if !slices.Contains(r.branches, b) {
-			return false
-		}
-	}
-	return true
-}
-
-// endpointFor reads the endpoint id of t's organization if it is within
-// rc, else answers 404 (see findEndpoint).
-func (a *API) endpointFor(ctx context.Context, q events.Querier, t tenancy.Tenant, rc reach, id string, forUpdate bool) (*endpointView, error) {
-	ep, err := a.findEndpoint(ctx, q, t.OrganizationID, id, forUpdate)
-	if err != nil {
-		return nil, err
-	}
-	if !rc.sees(ep) {
-		return nil, errNoEndpoint()
-	}
-	return ep, nil
-}
-
 // get is GET {prefix}/{organizationId}/webhook_endpoints/{id}.
 func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
@@ -639,10 +500,24 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		if err := checkIfMatch(r, ep); err != nil {
+		// Who may change it comes before If-Match: a refused change is
+		// refused whatever version it names.
+		if err := checkCutOff(t, ep); err != nil {
 			return err
 		}
 		if err := a.authorize(t, in, orgBranches, ep.BranchIDs); err != nil {
+			return err
+		}
+		types := ep.EventTypes
+		if in.eventTypes != nil {
+			types = in.eventTypes
+		}
+		// The endpoint as changed must get nothing the token could not
+		// read itself; it then acts under the token's authority.
+		if err := a.checkCovers(t, types, ep.grantResources); err != nil {
+			return err
+		}
+		if err := checkIfMatch(r, ep); err != nil {
 			return err
 		}
 		now := a.now()
@@ -656,16 +531,16 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		if in.setBranches {
 			ep.BranchIDs, set["branch_ids"] = in.branchIDs, jsonList(in.branchIDs)
 		}
-		if in.setsGrant() {
-			resources, branches := a.grant(t)
-			set["grant_resources"], set["grant_branches"] = jsonList(resources), jsonList(branches)
-		}
+		resources, branches := a.grant(t)
+		ep.ClientID, ep.grantResources = t.Claims.ClientID, resources
+		set["client_id"], set["grant_resources"], set["grant_branches"] = ep.ClientID, jsonList(resources), jsonList(branches)
 		if in.status != nil && *in.status != ep.Status {
 			ep.Status, ep.reason = *in.status, ""
 			if ep.Status == statusDisabled {
 				ep.reason = disabledByAPI
 			}
-			set["status"], set["disabled_reason"] = ep.Status, ep.reason
+			ep.cutOffAt = nil
+			set["status"], set["disabled_reason"], set["cut_off_at"] = ep.Status, ep.reason, nil
 		}
 		ep.UpdatedAt = jsonTime(now)
 		ep.show()

@@ -136,6 +136,13 @@ func (e *env) ccToken(t testing.TB, org string, branches []string, scopes ...str
 		BranchIDs: branches, Grant: bearer.GrantClientCredentials, AppName: "Sync"})
 }
 
+// appToken is a client-credentials token of the app clientID in org,
+// limited to branches.
+func (e *env) appToken(t testing.TB, org, clientID string, branches []string, scopes ...string) string {
+	return e.sign(t, &bearer.Claims{Subject: "app-" + clientID, OrganizationID: org, ClientID: clientID, Scopes: scopes,
+		BranchIDs: branches, Grant: bearer.GrantClientCredentials, AppName: clientID})
+}
+
 func (e *env) sign(t testing.TB, c *bearer.Claims) string {
 	t.Helper()
 	return apitest.Sign(t, e.keys, issuer, c)
@@ -197,14 +204,18 @@ type row struct {
 	secret                     []byte
 	keyID, status, reason      string
 	afterSeq                   int64
+	url, clientID              string
+	cutOff                     bool // cut_off_at is set
 }
 
 func (e *env) row(t testing.TB, id string) row {
 	t.Helper()
 	var r row
-	err := e.db.QueryRow(`SELECT event_types, branch_ids, grant_resources, grant_branches, secret, secret_key_id, status, disabled_reason, after_seq
+	err := e.db.QueryRow(`SELECT event_types, branch_ids, grant_resources, grant_branches, secret, secret_key_id, status, disabled_reason, after_seq,
+		url, client_id, cut_off_at IS NOT NULL
 		FROM waybill_webhook_endpoints WHERE id = $1`, id).
-		Scan(&r.eventTypes, &r.branchIDs, &r.grantResources, &r.grantBranches, &r.secret, &r.keyID, &r.status, &r.reason, &r.afterSeq)
+		Scan(&r.eventTypes, &r.branchIDs, &r.grantResources, &r.grantBranches, &r.secret, &r.keyID, &r.status, &r.reason, &r.afterSeq,
+			&r.url, &r.clientID, &r.cutOff)
 	require.NoError(t, err)
 	return r
 }

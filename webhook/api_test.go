@@ -263,10 +263,16 @@ func TestScopes(t *testing.T) {
 		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write, "svc:quotations:read"), `{"event_types":["quotation.*"]}`)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
 		assert.JSONEq(t, `["quotations"]`, e.row(t, ep["id"].(string)).grantResources)
-		// A PATCH of the URL alone keeps the grant.
+		// A PATCH of the URL alone needs what the endpoint gets too, and
+		// grants anew.
 		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write), `{"url":"https://1.0.0.1/"}`)
+		assert.Equal(t, http.StatusForbidden, r.status, r.raw)
+		assert.Equal(t, "insufficient_scope", r.code())
+		assert.Contains(t, r.header.Get("WWW-Authenticate"), `scope="svc:quotations:read"`)
+		assert.Equal(t, publicURL, e.row(t, ep["id"].(string)).url)
+		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write, "svc:quotations:read", "svc:vehicles:read"), `{"url":"https://1.0.0.1/"}`)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
-		assert.JSONEq(t, `["quotations"]`, e.row(t, ep["id"].(string)).grantResources)
+		assert.JSONEq(t, `["quotations","vehicles"]`, e.row(t, ep["id"].(string)).grantResources)
 	})
 }
 
@@ -354,6 +360,7 @@ func TestURLGuard(t *testing.T) {
 	refused := []string{
 		"http://127.0.0.1:8080/hook", "http://10.0.0.1/hook", "http://169.254.169.254/latest/meta-data/",
 		"http://localhost:9000/hook", "http://[::1]/hook", "http://192.168.1.10/",
+		"http://[2002:a00:1::1]/hook", "http://[2001::1]/hook", "http://198.18.0.1/", "http://192.0.0.170/", "http://203.0.113.5/", "http://[100::1]/",
 	}
 	malformed := []string{"ftp://1.1.1.1/", "/relative", "https://user:pw@1.1.1.1/", "https://1.1.1.1/" + strings.Repeat("a", 2048)}
 	for _, allow := range []bool{false, true} {

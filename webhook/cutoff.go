@@ -11,12 +11,14 @@ import (
 	"github.com/waybillhq/waybill/query"
 )
 
-// DisableAppEndpoints ends what an app registered when it is cut off from
-// an organization (disconnected at at): every enabled endpoint of the
-// organization that a token of the app clientID registered is disabled,
-// with a disabled_reason that says so, and gets nothing more until
-// another app of the organization, or the app once connected again,
-// enables it.
+// DisableAppEndpoints ends what an app set up when it is cut off from an
+// organization (disconnected at at): every enabled endpoint of the
+// organization that acts under the authority of the app clientID (its
+// client_id: a token of the app registered it or changed it last) is
+// disabled, with a disabled_reason that says so, and gets nothing more
+// until the app, once connected again, enables it with a token issued
+// after at. No other app's token may change it, enable it or send its
+// deliveries again (the API answers 409 conflict); one may delete it.
 //
 // Each cut-off is handled once, by the first process that calls it: a
 // call for a cut-off handled before disables nothing, so an endpoint the
@@ -43,9 +45,10 @@ func DisableAppEndpoints(ctx context.Context, db *sql.DB, d query.Dialect, organ
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return 0, err // handled before
 	}
-	reason := fmt.Sprintf("the app %s that registered it was disconnected from the organization at %s", clientID, at.Format(time.RFC3339))
+	reason := fmt.Sprintf("the app %s that registered it or last changed it was disconnected from the organization at %s", clientID, at.Format(time.RFC3339))
 	text, args, err = d.SQL(sq.Update(endpointsTable).
-		Set("status", statusDisabled).Set("disabled_reason", reason).Set("updated_at", d.Timestamp(time.Now().UTC().Truncate(time.Microsecond))).
+		Set("status", statusDisabled).Set("disabled_reason", reason).Set("cut_off_at", d.Timestamp(at)).
+		Set("updated_at", d.Timestamp(time.Now().UTC().Truncate(time.Microsecond))).
 		Where(sq.Eq{"organization_id": organizationID, "client_id": clientID, "status": statusEnabled}))
 	if err != nil {
 		return 0, err

@@ -57,7 +57,7 @@ func TestDisableAppEndpoints(t *testing.T) {
 		for _, id := range []string{mine, mine2} {
 			ep := e.do(t, http.MethodGet, endpoints(orgA)+"/"+id, user, "").data()
 			assert.Equal(t, "disabled", ep["status"])
-			assert.Contains(t, ep["disabled_reason"], "the app market that registered it was disconnected from the organization at "+at.UTC().Format(time.RFC3339))
+			assert.Contains(t, ep["disabled_reason"], "the app market that registered it or last changed it was disconnected from the organization at "+at.UTC().Format(time.RFC3339))
 		}
 		for _, id := range []string{other, users} {
 			assert.Equal(t, "enabled", e.do(t, http.MethodGet, endpoints(orgA)+"/"+id, user, "").data()["status"], id)

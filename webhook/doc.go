@@ -9,8 +9,10 @@
 //     and svc:webhooks:write): register a URL for some event types and,
 //     optionally, branches; the signing secret ("whsec_...") is shown once;
 //     list the deliveries of an endpoint with their attempts, and send one
-//     again. An endpoint only ever gets what the token that set it up could
-//     read itself.
+//     again. An endpoint only ever gets what the token that set it up, or
+//     changed it last, could read itself, and acts under that token's
+//     authority: only a token that may read everything an endpoint gets
+//     may change it or send its deliveries again.
 //   - Dispatcher turns new events into deliveries, one per event and
 //     endpoint, and posts them: every replica of a server runs one on the
 //     same database and they share the work under leases, so a replica
@@ -20,12 +22,16 @@
 //     delivery fails every attempt while nothing else reaches it is
 //     disabled, with the reason shown. The events of one record reach an
 //     endpoint in their order.
-//   - DisableAppEndpoints disables the endpoints an app registered in an
-//     organization when the app is disconnected from it; a server calls it
-//     for every cut-off it learns of (bearer.CutOffList.OnCutOff).
-//   - Guard refuses endpoints at loopback, private and link-local
-//     addresses, when they are registered and again when each connection is
-//     made, unless the operator allows them.
+//   - DisableAppEndpoints disables the endpoints that act under an app's
+//     authority in an organization (those it registered or changed last)
+//     when the app is disconnected from it; no other app may enable them
+//     again. A server calls it for every cut-off it learns of
+//     (bearer.CutOffList.OnCutOff).
+//   - Guard refuses endpoints at addresses that are not globally reachable
+//     (loopback, private, link-local, documentation, 6to4, Teredo and the
+//     rest of the IANA special-purpose blocks), when they are registered
+//     and again when each connection is made, unless the operator allows
+//     them; its errors never tell what a name resolves to.
 //   - Sign and Verify implement the signature: the headers webhook-id (the
 //     event's id), webhook-timestamp (Unix seconds) and webhook-signature
 //     ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body" under the

@@ -122,8 +122,9 @@ const oaTagDescription = "The HTTP endpoints an organization registers to receiv
 	"of the endpoint's `whsec_` secret). The body of a delivery is the event's CloudEvent JSON; any 2xx answer is success, anything else is retried " +
 	"with backoff, and an endpoint that keeps failing is disabled with its `disabled_reason`.\n\n" +
 	"An endpoint gets the events committed after its creation whose type matches `event_types`, of the branches in `branch_ids` (null: every branch), " +
-	"and only those that the token that last set `event_types` or `branch_ids` could read: the resources whose read scope it had and, for a " +
-	"client-credentials token, its branches. The other prefixes of the API (`/api/v1`) serve the same paths."
+	"and only those that the token that registered it or changed it last could read: the resources whose read scope it had and, for a " +
+	"client-credentials token, its branches. The endpoint acts under the authority of that token's app (`client_id`): changing it, or sending " +
+	"its deliveries again, needs a token that may read everything it gets. The other prefixes of the API (`/api/v1`) serve the same paths."
 
 // oaSchemas are the section's schema components.
 func oaSchemas() map[string]*openapi.Schema {
@@ -151,7 +152,7 @@ func oaSchemas() map[string]*openapi.Schema {
 	}
 	status := func() *openapi.Schema {
 		return &openapi.Schema{Type: "string", Enum: []any{statusEnabled, statusDisabled},
-			Description: "`enabled`, or `disabled`: by a PATCH, by the server after deliveries kept failing, or when the app that registered it was disconnected from the organization (see `disabled_reason`). A disabled endpoint gets no deliveries; enabling it clears `disabled_reason`."}
+			Description: "`enabled`, or `disabled`: by a PATCH, by the server after deliveries kept failing, or when the app under whose authority it acts was disconnected from the organization (see `disabled_reason`; then no other app may change or enable it). A disabled endpoint gets no deliveries; enabling it clears `disabled_reason`."}
 	}
 	endpointProps := func() []openapi.Property {
 		return []openapi.Property{
@@ -162,7 +163,7 @@ func oaSchemas() map[string]*openapi.Schema {
 			openapi.Prop("status", status()),
 			openapi.Prop("disabled_reason", &openapi.Schema{Type: []string{"string", "null"}, Description: "Why the endpoint is disabled; null while it is enabled."}),
 			openapi.Prop("client_id", &openapi.Schema{Type: "string",
-				Description: "The app whose token registered the endpoint. Disconnecting the app from the organization disables the endpoints it registered."}),
+				Description: "The app under whose authority the endpoint acts: the app whose token registered it or changed it last. Disconnecting the app from the organization disables the endpoints it acts for."}),
 			openapi.Prop("created_at", timestamp("When the endpoint was registered.")),
 			openapi.Prop("updated_at", timestamp("When the endpoint was last changed.")),
 		}
@@ -183,7 +184,7 @@ func oaSchemas() map[string]*openapi.Schema {
 	update := openapi.Object(nil,
 		openapi.Prop("url", url()), openapi.Prop("event_types", eventTypes()), openapi.Prop("branch_ids", branchIDs()), openapi.Prop("status", status()))
 	update.AdditionalProperties = noMore
-	update.Description = "The changes to a webhook endpoint: the members given. Setting `event_types` or `branch_ids` grants the endpoint anew what the token reads. Any other member is refused (400 `invalid_update`)."
+	update.Description = "The changes to a webhook endpoint: the members given. Every change grants the endpoint anew what the token reads. Any other member is refused (400 `invalid_update`)."
 
 	attemptSchema := openapi.Object([]string{"at", "status_code", "error", "duration_ms"},
 		openapi.Prop("at", timestamp("When the attempt started.")),
@@ -280,6 +281,19 @@ func oaForbidden(scope, more string) *openapi.Response {
 		oaErr(apierrors.CodeInsufficientScope, "the token lacks the scope "+scope))
 	resp.Headers = map[string]*openapi.Header{"WWW-Authenticate": openapi.HeaderRef("ScopeChallenge")}
 	return resp
+}
+
+// oaReachRefusal is the 403 of a change or redelivery by a token that may
+// not read everything the endpoint gets.
+const oaReachRefusal = "; or the endpoint gets the events of a resource whose read scope the token lacks (the description and the challenge name the missing scopes)"
+
+// oaCutOffConflict is the 409 of a change or redelivery of an endpoint
+// disabled by the disconnection of its app; before says what else is 409,
+// example is the example's description.
+func oaCutOffConflict(before, example string) *openapi.Response {
+	return openapi.ErrorResponse("`conflict`: "+before+"the endpoint was disabled when the app under whose authority it acted was disconnected from the organization: "+
+		"only a token of that app issued after it is connected again may change it, enable it or send its deliveries again. Any app may delete it.",
+		oaErr(apierrors.CodeConflict, example))
 }
 
 // oaGrantRefusals are the 403s of a write that sets the grant.
@@ -417,7 +431,10 @@ func (a *API) oaUpdate() *openapi.Operation {
 		Tags: []string{oaTag}, Summary: "Update a webhook endpoint", OperationID: "updateWebhookEndpoint",
 		Description: strings.Join([]string{
 			"Changes the members the body names and answers with the endpoint as it is now, without its secret. An empty object changes nothing.",
-			"Setting `event_types` or `branch_ids` grants the endpoint anew what this token reads (its resources and, for a client-credentials token, its branches, which must then cover the endpoint's `branch_ids`). `status: enabled` clears `disabled_reason`.",
+			"The token must be able to read everything the endpoint gets after the change: the read scope of every resource whose events it gets, and, for a client-credentials token, its `branch_ids` (or every branch). " +
+				"Every change, even of the `url` or `status` alone, then grants the endpoint anew what this token reads (its resources and, for a client-credentials token, its branches) and makes this token's app its `client_id`: " +
+				"the endpoint acts under that app's authority, and disconnecting that app disables it. `status: enabled` clears `disabled_reason`.",
+			"An endpoint disabled because its app was disconnected from the organization may be changed or enabled only by that app, connected again (409 `conflict` for any other token).",
 			oaNeedsScope(ScopeWrite),
 		}, "\n\n"),
 		RequestBody: oaBody("The changes", "WebhookEndpointUpdate"),
@@ -426,8 +443,10 @@ func (a *API) oaUpdate() *openapi.Operation {
 			"200": oaSuccess("The endpoint after the change.", "WebhookEndpointEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
 			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef("WebhookEndpoint"), apiVersion),
 			"400": oaBodyErrors(false),
-			"403": oaForbidden(ScopeWrite, oaGrantRefusals),
+			"403": oaForbidden(ScopeWrite, oaGrantRefusals+oaReachRefusal),
 			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
+			"409": oaCutOffConflict("", "the endpoint was disabled when the app sync-app, under whose authority it acted, was disconnected from the organization; "+
+				"only that app, with a token issued after it is connected again, may change or enable it or send its deliveries again. Delete it, or register an endpoint of your own"),
 			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
 		}),
 		Security: oaSecurity(ScopeWrite),
@@ -437,8 +456,9 @@ func (a *API) oaUpdate() *openapi.Operation {
 func oaDelete() *openapi.Operation {
 	return &openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Delete a webhook endpoint", OperationID: "deleteWebhookEndpoint",
-		Description: "Deletes the endpoint with its deliveries and their attempts, and answers with the endpoint as it was.\n\n" + oaNeedsScope(ScopeWrite),
-		Parameters:  []*openapi.Parameter{openapi.IfMatchParameter(false)},
+		Description: "Deletes the endpoint with its deliveries and their attempts, and answers with the endpoint as it was. It hands no one anything, so it needs no read scope; " +
+			"a client-credentials token limited to some branches deletes only the endpoints of its branches.\n\n" + oaNeedsScope(ScopeWrite),
+		Parameters: []*openapi.Parameter{openapi.IfMatchParameter(false)},
 		Responses: oaCommon(map[string]*openapi.Response{
 			"200": oaSuccess("The deleted endpoint.", "WebhookEndpointEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
 			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef("WebhookEndpoint"), apiVersion),
@@ -475,13 +495,13 @@ func (a *API) oaRedeliver() *openapi.Operation {
 	return a.oaIdempotent(&openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Send a delivery again", OperationID: "redeliverWebhookDelivery",
 		Description: "Makes the delivery pending and due now, with a new round of retries, and answers with it; the attempts made so far stay in its history. " +
-			"The event is sent again with the same `webhook-id`.\n\n" + oaNeedsScope(ScopeWrite),
+			"The event is sent again with the same `webhook-id`. The token must be able to read everything the endpoint gets; the endpoint keeps its grant and `client_id`.\n\n" + oaNeedsScope(ScopeWrite),
 		Responses: oaCommon(map[string]*openapi.Response{
 			"202": oaSuccess("The delivery, pending.", "WebhookDeliveryEnvelope", nil),
-			"403": oaForbidden(ScopeWrite, ""),
+			"403": oaForbidden(ScopeWrite, oaReachRefusal),
 			"404": oaNotFound("`id` or `delivery_id` is not a UUID, or names no endpoint of the organization or no delivery of the endpoint"),
-			"409": openapi.ErrorResponse("`conflict`: retention has removed the delivery's event, so it cannot be sent again.",
-				oaErr(apierrors.CodeConflict, "the event of this delivery is no longer kept (retention removed it), so it cannot be sent again")),
+			"409": oaCutOffConflict("retention has removed the delivery's event, so it cannot be sent again; or ",
+				"the event of this delivery is no longer kept (retention removed it), so it cannot be sent again"),
 		}),
 		Security: oaSecurity(ScopeWrite),
 	}, "202")

@@ -17,9 +17,9 @@ import (
 
 // ErrPrivateAddress is the error, wrapped, of a webhook URL whose host is
 // or resolves to an address that is not public — loopback, private,
-// link-local, unspecified, multicast, shared (carrier-grade NAT) or
-// reserved — and of a connection to such an address, when the Guard does
-// not allow them.
+// link-local, unspecified, multicast, shared (carrier-grade NAT),
+// documentation, benchmarking, 6to4, Teredo or otherwise reserved — and of
+// a connection to such an address, when the Guard does not allow them.
 var ErrPrivateAddress = errors.New("webhook: the address is not public")
 
 // maxURLLength is the longest webhook URL CheckURL accepts, in bytes.
@@ -74,17 +74,26 @@ func refuse(format string, args ...any) error {
 // registers. The URL must be absolute, http or https, with a host, without
 // user name, password or fragment, and at most 2048 bytes long. Its host
 // — an IP address, or a name, which CheckURL resolves to all its addresses
-// — must not be loopback, private (10/8, 172.16/12, 192.168/16, fc00::/7),
-// link-local (169.254/16, which holds the cloud metadata address
-// 169.254.169.254, and fe80::/10), unspecified, multicast, shared
-// (100.64/10), 0/8, reserved (240/4, ::/96), or an IPv4-mapped or NAT64
-// (64:ff9b::/96) IPv6 form of one of them, unless g.AllowPrivate. A name that does not resolve is refused as
-// well.
+// — must be globally reachable, unless g.AllowPrivate: not in a block of
+// the IANA IPv4 and IPv6 special-purpose address registries that is not
+// (loopback, private 10/8, 172.16/12, 192.168/16 and fc00::/7, link-local
+// 169.254/16 — which holds the cloud metadata address 169.254.169.254 —
+// and fe80::/10, shared 100.64/10, 0/8, 192.0.0/24, the documentation
+// blocks 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32 and
+// 3fff::/20, benchmarking 198.18/15, reserved 240/4, ::/96, 100::/64,
+// 100:0:0:1::/64, 64:ff9b:1::/48, 2001::/23 with Teredo 2001::/32, and
+// 5f00::/16), nor multicast, site-local (fec0::/10), 6to4 (2002::/16 and
+// its relays 192.88.99/24), an IPv6 address outside the global unicast
+// space 2000::/3 (the rest is reserved), or an IPv4-mapped or NAT64
+// (64:ff9b::/96) IPv6 form of a refused IPv4 address. A name that does not
+// resolve is refused as well.
 //
 // The error's message says which rule failed, in words meant for the
-// client (for example "the URL's host resolves to a loopback address
-// (127.0.0.1)"); it does not start with the package name so that an API
-// can show it as it is. For the address rules it wraps ErrPrivateAddress.
+// client (for example "the URL's host resolves to a loopback address"); it
+// does not start with the package name so that an API can show it as it
+// is. It shows the address of a host given as one, never the addresses a
+// name resolves to: those are the server's network's business. For the
+// address rules it wraps ErrPrivateAddress.
 func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	if len(raw) > maxURLLength {
 		return refuse("the URL is longer than %d characters", maxURLLength)
@@ -131,7 +140,7 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	}
 	for _, ip := range ips {
 		if kind := nonPublicKind(ip); kind != "" {
-			return &guardError{msg: fmt.Sprintf("the URL's host resolves to %s address (%s)", kind, ip.Unmap().WithZone("")), private: true}
+			return &guardError{msg: fmt.Sprintf("the URL's host resolves to %s address", kind), private: true}
 		}
 	}
 	return nil
@@ -151,7 +160,10 @@ func (g Guard) resolver() *net.Resolver {
 // connection is about to use, after resolution, so a name that resolves
 // to a different address now than at registration cannot reach the
 // server's own network. When a name has several addresses, the refused
-// ones are skipped and the others tried.
+// ones are skipped and the others tried. The error of a refusal names the
+// kind of address, not the address: a delivery's attempts show it to the
+// organization, which has no business knowing what its URL's name
+// resolves to inside the server's network.
 func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{
 		Timeout:   10 * time.Second,
@@ -159,7 +171,13 @@ func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn,
 		Resolver:  g.Resolver,
 		Control:   g.control,
 	}
-	return d.DialContext(ctx, network, addr)
+	c, err := d.DialContext(ctx, network, addr)
+	var refused *guardError
+	if errors.As(err, &refused) {
+		// Not the *net.OpError around it, whose text has the address.
+		return nil, refused
+	}
+	return c, err
 }
 
 // control is the net.Dialer.Control of DialContext: it runs after the
@@ -170,10 +188,10 @@ func (g Guard) control(network, address string, _ syscall.RawConn) error {
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &guardError{msg: fmt.Sprintf("webhook: refused to connect to %q, not an IP address and port", address), private: true}
+		return &guardError{msg: "webhook: refused to connect to an address that is not an IP address and port", private: true}
 	}
 	if kind := nonPublicKind(ap.Addr()); kind != "" {
-		return &guardError{msg: fmt.Sprintf("webhook: refused to connect to %s, %s address", ap.Addr().Unmap().WithZone(""), kind), private: true}
+		return &guardError{msg: fmt.Sprintf("webhook: refused to connect to %s address", kind), private: true}
 	}
 	return nil
 }
@@ -211,47 +229,86 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 	}
 }
 
-// Address ranges netip's predicates do not name.
-var (
-	rangeThisNetwork = netip.MustParsePrefix("0.0.0.0/8")     // RFC 1122 "this network"
-	rangeSharedCGNAT = netip.MustParsePrefix("100.64.0.0/10") // RFC 6598 carrier-grade NAT
-	rangeReserved4   = netip.MustParsePrefix("240.0.0.0/4")   // RFC 1112 reserved, holds 255.255.255.255
-	rangeSiteLocal6  = netip.MustParsePrefix("fec0::/10")     // RFC 3879 deprecated site-local
-	rangeCompat6     = netip.MustParsePrefix("::/96")         // RFC 4291 deprecated IPv4-compatible
-	rangeNAT64       = netip.MustParsePrefix("64:ff9b::/96")  // RFC 6052 NAT64, the IPv4 address in the last 32 bits
-)
+// nonPublic are the blocks of addresses a webhook is not delivered to,
+// with the words of an error for each ("the URL's host is a loopback
+// address"): those of the IANA special-purpose address registries for
+// IPv4 (RFC 6890 and its updates) and IPv6 that are not globally
+// reachable, and multicast, 6to4 and site-local. A block inside another
+// comes first, so that the error names the narrower.
+var nonPublic = []struct {
+	prefix netip.Prefix
+	kind   string
+}{
+	// IPv4.
+	{netip.MustParsePrefix("0.0.0.0/32"), "an unspecified"},
+	{netip.MustParsePrefix("0.0.0.0/8"), `a "this network" (0.0.0.0/8)`},     // RFC 791
+	{netip.MustParsePrefix("10.0.0.0/8"), "a private"},                       // RFC 1918
+	{netip.MustParsePrefix("100.64.0.0/10"), "a shared (carrier-grade NAT)"}, // RFC 6598
+	{netip.MustParsePrefix("127.0.0.0/8"), "a loopback"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local"},
+	{netip.MustParsePrefix("172.16.0.0/12"), "a private"},
+	// RFC 6890: DS-Lite, NAT64 discovery, PCP and TURN anycast; the
+	// anycast ones (192.0.0.9, 192.0.0.10) are reachable, and no webhook's.
+	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved (IETF protocol assignments, 192.0.0.0/24)"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation (TEST-NET-1, 192.0.2.0/24)"},
+	{netip.MustParsePrefix("192.88.99.0/24"), "a 6to4 relay anycast (192.88.99.0/24)"}, // RFC 7526
+	{netip.MustParsePrefix("192.168.0.0/16"), "a private"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking (198.18.0.0/15)"}, // RFC 2544
+	{netip.MustParsePrefix("198.51.100.0/24"), "a documentation (TEST-NET-2, 198.51.100.0/24)"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "a documentation (TEST-NET-3, 203.0.113.0/24)"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "a multicast"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved"}, // RFC 1112, holds 255.255.255.255
+	// IPv6. IPv4-mapped addresses (::ffff:0:0/96) are judged as the IPv4
+	// address they map, NAT64 ones (64:ff9b::/96) as the one they embed.
+	{netip.MustParsePrefix("::/128"), "an unspecified"},
+	{netip.MustParsePrefix("::1/128"), "a loopback"},
+	{netip.MustParsePrefix("::/96"), "a reserved"},                                                  // RFC 4291, the deprecated IPv4-compatible addresses
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "a local-use IPv4/IPv6 translation (64:ff9b:1::/48)"}, // RFC 8215
+	{netip.MustParsePrefix("100::/64"), "a discard-only (100::/64)"},                                // RFC 6666
+	{netip.MustParsePrefix("100:0:0:1::/64"), "a dummy (100:0:0:1::/64)"},                           // the dummy IPv6 prefix
+	{netip.MustParsePrefix("2001::/32"), "a Teredo (2001::/32)"},                                    // RFC 4380, embeds an IPv4 address
+	// RFC 2928; the few reachable blocks inside (anycast services, AMT,
+	// AS112, ORCHIDv2, drone identifiers) are no webhook's either.
+	{netip.MustParsePrefix("2001::/23"), "a reserved (IETF protocol assignments, 2001::/23)"},
+	{netip.MustParsePrefix("2001:db8::/32"), "a documentation (2001:db8::/32)"}, // RFC 3849
+	{netip.MustParsePrefix("2002::/16"), "a 6to4 (2002::/16)"},                  // RFC 3056, embeds an IPv4 address
+	{netip.MustParsePrefix("3fff::/20"), "a documentation (3fff::/20)"},         // RFC 9637
+	{netip.MustParsePrefix("5f00::/16"), "a segment routing (SRv6, 5f00::/16)"}, // RFC 9602
+	{netip.MustParsePrefix("fc00::/7"), "a private"},                            // RFC 4193, unique local
+	{netip.MustParsePrefix("fe80::/10"), "a link-local"},
+	{netip.MustParsePrefix("fec0::/10"), "a private"}, // RFC 3879, the deprecated site-local addresses
+	{netip.MustParsePrefix("ff00::/8"), "a multicast"},
+}
+
+// rangeNAT64 holds the IPv6 forms of IPv4 addresses that NAT64 gateways
+// translate (RFC 6052): the IPv4 address is in the last 32 bits.
+var rangeNAT64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// rangeGlobalUnicast6 is the IPv6 global unicast space (RFC 4291): the
+// rest of the IPv6 space (but for the blocks of nonPublic and NAT64) is
+// reserved by the IETF and reaches no one's public server.
+var rangeGlobalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 // nonPublicKind returns what kind of non-public address ip is, with its
 // article ("a loopback"), or "" for a public address. IPv4-mapped IPv6
 // addresses (::ffff:127.0.0.1) are judged as the IPv4 address they map,
-// NAT64 ones (64:ff9b::a00:1) as the IPv4 address they embed as well.
+// NAT64 ones (64:ff9b::a00:1) as the IPv4 address they embed.
 func nonPublicKind(ip netip.Addr) string {
 	ip = ip.Unmap().WithZone("")
+	if !ip.IsValid() {
+		return "an invalid"
+	}
 	if rangeNAT64.Contains(ip) {
 		b := ip.As16()
-		if kind := nonPublicKind(netip.AddrFrom4([4]byte(b[12:]))); kind != "" {
-			return kind
+		return nonPublicKind(netip.AddrFrom4([4]byte(b[12:])))
+	}
+	for _, r := range nonPublic {
+		if r.prefix.Contains(ip) {
+			return r.kind
 		}
 	}
-	switch {
-	case !ip.IsValid():
-		return "an invalid"
-	case ip.IsLoopback():
-		return "a loopback"
-	case ip.IsUnspecified():
-		return "an unspecified"
-	case rangeThisNetwork.Contains(ip):
-		return `a "this network" (0.0.0.0/8)`
-	case ip.IsPrivate(), rangeSiteLocal6.Contains(ip):
-		return "a private"
-	case ip.IsLinkLocalUnicast():
-		return "a link-local"
-	case ip.IsMulticast():
-		return "a multicast"
-	case rangeSharedCGNAT.Contains(ip):
-		return "a shared (carrier-grade NAT)"
-	case rangeReserved4.Contains(ip), rangeCompat6.Contains(ip):
-		return "a reserved"
+	if ip.Is6() && !rangeGlobalUnicast6.Contains(ip) {
+		return "a reserved (outside the global unicast 2000::/3)"
 	}
 	return ""
 }

@@ -2,12 +2,16 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -274,6 +278,284 @@ func TestGuardClientSettings(t *testing.T) {
 			assert.NotZero(t, tr.TLSHandshakeTimeout)
 			assert.Equal(t, 8, tr.MaxIdleConnsPerHost)
 			assert.Equal(t, 90*time.Second, tr.IdleConnTimeout)
+		})
+	}
+}
+
+// guardRanges are addresses inside and just outside each block the Guard
+// refuses, with the kind of address its errors name ("" for a public
+// address, which it accepts).
+var guardRanges = []struct {
+	addr, kind string
+}{
+	// IPv4.
+	{"0.0.0.0", "an unspecified"},
+	{"0.0.0.1", `a "this network" (0.0.0.0/8)`},
+	{"0.255.255.255", `a "this network" (0.0.0.0/8)`},
+	{"1.0.0.0", ""},
+	{"9.255.255.255", ""},
+	{"10.0.0.0", "a private"},
+	{"10.255.255.255", "a private"},
+	{"11.0.0.0", ""},
+	{"100.63.255.255", ""},
+	{"100.64.0.0", "a shared (carrier-grade NAT)"},
+	{"100.127.255.255", "a shared (carrier-grade NAT)"},
+	{"100.128.0.0", ""},
+	{"126.255.255.255", ""},
+	{"127.0.0.0", "a loopback"},
+	{"127.255.255.255", "a loopback"},
+	{"128.0.0.0", ""},
+	{"169.253.255.255", ""},
+	{"169.254.0.0", "a link-local"},
+	{"169.254.255.255", "a link-local"},
+	{"169.255.0.0", ""},
+	{"172.15.255.255", ""},
+	{"172.16.0.0", "a private"},
+	{"172.31.255.255", "a private"},
+	{"172.32.0.0", ""},
+	{"191.255.255.255", ""},
+	{"192.0.0.0", "a reserved (IETF protocol assignments, 192.0.0.0/24)"},
+	{"192.0.0.9", "a reserved (IETF protocol assignments, 192.0.0.0/24)"},
+	{"192.0.0.255", "a reserved (IETF protocol assignments, 192.0.0.0/24)"},
+	{"192.0.1.0", ""},
+	{"192.0.1.255", ""},
+	{"192.0.2.0", "a documentation (TEST-NET-1, 192.0.2.0/24)"},
+	{"192.0.2.255", "a documentation (TEST-NET-1, 192.0.2.0/24)"},
+	{"192.0.3.0", ""},
+	{"192.88.98.255", ""},
+	{"192.88.99.0", "a 6to4 relay anycast (192.88.99.0/24)"},
+	{"192.88.99.255", "a 6to4 relay anycast (192.88.99.0/24)"},
+	{"192.88.100.0", ""},
+	{"192.167.255.255", ""},
+	{"192.168.0.0", "a private"},
+	{"192.168.255.255", "a private"},
+	{"192.169.0.0", ""},
+	{"198.17.255.255", ""},
+	{"198.18.0.0", "a benchmarking (198.18.0.0/15)"},
+	{"198.19.255.255", "a benchmarking (198.18.0.0/15)"},
+	{"198.20.0.0", ""},
+	{"198.51.99.255", ""},
+	{"198.51.100.0", "a documentation (TEST-NET-2, 198.51.100.0/24)"},
+	{"198.51.100.255", "a documentation (TEST-NET-2, 198.51.100.0/24)"},
+	{"198.51.101.0", ""},
+	{"203.0.112.255", ""},
+	{"203.0.113.0", "a documentation (TEST-NET-3, 203.0.113.0/24)"},
+	{"203.0.113.255", "a documentation (TEST-NET-3, 203.0.113.0/24)"},
+	{"203.0.114.0", ""},
+	{"223.255.255.255", ""},
+	{"224.0.0.0", "a multicast"},
+	{"239.255.255.255", "a multicast"},
+	{"240.0.0.0", "a reserved"},
+	{"255.255.255.255", "a reserved"},
+	// IPv4-mapped and NAT64 forms are judged as the IPv4 address.
+	{"::ffff:1.1.1.1", ""},
+	{"::ffff:192.0.2.1", "a documentation (TEST-NET-1, 192.0.2.0/24)"},
+	{"::ffff:198.18.0.1", "a benchmarking (198.18.0.0/15)"},
+	{"64:ff9b::101:101", ""},
+	{"64:ff9b::c000:201", "a documentation (TEST-NET-1, 192.0.2.0/24)"},
+	{"64:ff9b::a00:1", "a private"},
+	{"64:ff9b::1:0:0:0", "a reserved (outside the global unicast 2000::/3)"},
+	// IPv6.
+	{"::", "an unspecified"},
+	{"::1", "a loopback"},
+	{"::2", "a reserved"},
+	{"::ffff:ffff", "a reserved"},
+	{"::1:0:0", "a reserved (outside the global unicast 2000::/3)"},
+	{"64:ff9b:0:ffff:ffff:ffff:ffff:ffff", "a reserved (outside the global unicast 2000::/3)"},
+	{"64:ff9b:1::", "a local-use IPv4/IPv6 translation (64:ff9b:1::/48)"},
+	{"64:ff9b:1:ffff:ffff:ffff:ffff:ffff", "a local-use IPv4/IPv6 translation (64:ff9b:1::/48)"},
+	{"64:ff9b:2::", "a reserved (outside the global unicast 2000::/3)"},
+	{"ff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a reserved (outside the global unicast 2000::/3)"},
+	{"100::", "a discard-only (100::/64)"},
+	{"100::ffff:ffff:ffff:ffff", "a discard-only (100::/64)"},
+	{"100:0:0:1::", "a dummy (100:0:0:1::/64)"},
+	{"100:0:0:1:ffff:ffff:ffff:ffff", "a dummy (100:0:0:1::/64)"},
+	{"100:0:0:2::", "a reserved (outside the global unicast 2000::/3)"},
+	{"1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a reserved (outside the global unicast 2000::/3)"},
+	{"2000::", ""},
+	{"2000:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ""},
+	{"2001::", "a Teredo (2001::/32)"},
+	{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "a Teredo (2001::/32)"},
+	{"2001:0:ffff:ffff:ffff:ffff:ffff:ffff", "a Teredo (2001::/32)"},
+	{"2001:1::", "a reserved (IETF protocol assignments, 2001::/23)"},
+	{"2001:2::1", "a reserved (IETF protocol assignments, 2001::/23)"},
+	{"2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", "a reserved (IETF protocol assignments, 2001::/23)"},
+	{"2001:200::", ""},
+	{"2001:db7:ffff:ffff:ffff:ffff:ffff:ffff", ""},
+	{"2001:db8::", "a documentation (2001:db8::/32)"},
+	{"2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", "a documentation (2001:db8::/32)"},
+	{"2001:db9::", ""},
+	{"2001:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ""},
+	{"2002::", "a 6to4 (2002::/16)"},
+	{"2002:a00:1::1", "a 6to4 (2002::/16)"},
+	{"2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a 6to4 (2002::/16)"},
+	{"2003::", ""},
+	{"3ffe:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ""},
+	{"3fff::", "a documentation (3fff::/20)"},
+	{"3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", "a documentation (3fff::/20)"},
+	{"3fff:1000::", ""},
+	{"3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", ""},
+	{"4000::", "a reserved (outside the global unicast 2000::/3)"},
+	{"5eff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a reserved (outside the global unicast 2000::/3)"},
+	{"5f00::", "a segment routing (SRv6, 5f00::/16)"},
+	{"5f00:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a segment routing (SRv6, 5f00::/16)"},
+	{"5f01::", "a reserved (outside the global unicast 2000::/3)"},
+	{"fbff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a reserved (outside the global unicast 2000::/3)"},
+	{"fc00::", "a private"},
+	{"fdff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a private"},
+	{"fe00::", "a reserved (outside the global unicast 2000::/3)"},
+	{"fe7f:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a reserved (outside the global unicast 2000::/3)"},
+	{"fe80::", "a link-local"},
+	{"febf:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a link-local"},
+	{"fec0::", "a private"},
+	{"feff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a private"},
+	{"ff00::", "a multicast"},
+	{"ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "a multicast"},
+}
+
+// Every refused block at registration: an address inside is refused with
+// the kind of its block, and one just outside is accepted or refused as
+// the block next to it.
+func TestGuardCheckURLRanges(t *testing.T) {
+	t.Parallel()
+	g := webhook.Guard{Resolver: hostsOnlyResolver()}
+	allow := webhook.Guard{AllowPrivate: true, Resolver: hostsOnlyResolver()}
+	for _, tt := range guardRanges {
+		t.Run(tt.addr, func(t *testing.T) {
+			ip := netip.MustParseAddr(tt.addr)
+			u := "https://" + tt.addr + "/hook"
+			if ip.Is6() {
+				u = "https://[" + tt.addr + "]/hook"
+			}
+			err := g.CheckURL(context.Background(), u)
+			require.NoError(t, allow.CheckURL(context.Background(), u), "AllowPrivate allows every address")
+			if tt.kind == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, webhook.ErrPrivateAddress)
+			assert.Equal(t, "the URL's host is "+tt.kind+" address ("+ip.String()+")", err.Error())
+		})
+	}
+}
+
+// Every refused block at connection: the dialer refuses an address inside
+// before connecting, and its error names the kind of address, not the
+// address.
+func TestGuardDialContextRanges(t *testing.T) {
+	t.Parallel()
+	g := webhook.Guard{Resolver: hostsOnlyResolver()}
+	for _, tt := range guardRanges {
+		if tt.kind == "" {
+			continue // a public address would be dialled
+		}
+		t.Run(tt.addr, func(t *testing.T) {
+			_, err := g.DialContext(context.Background(), "tcp", net.JoinHostPort(tt.addr, "443"))
+			if errors.Is(err, syscall.EAFNOSUPPORT) {
+				t.Skip("no IPv6 on this machine")
+			}
+			require.ErrorIs(t, err, webhook.ErrPrivateAddress)
+			assert.Equal(t, "webhook: refused to connect to "+tt.kind+" address", err.Error())
+		})
+	}
+}
+
+// fakeResolver returns a resolver that answers every name with addrs (the
+// IPv4 ones to A queries, the IPv6 ones to AAAA queries) without a
+// network: Go's resolver speaks DNS over the stream framing of TCP to
+// what Dial returns, here a pipe to serveDNS.
+func fakeResolver(addrs ...string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		client, server := net.Pipe()
+		go serveDNS(server, addrs)
+		return client, nil
+	}}
+}
+
+// serveDNS answers the DNS queries that come on c with addrs.
+func serveDNS(c net.Conn, addrs []string) {
+	defer c.Close()
+	for {
+		var size [2]byte
+		if _, err := io.ReadFull(c, size[:]); err != nil {
+			return
+		}
+		q := make([]byte, binary.BigEndian.Uint16(size[:]))
+		if _, err := io.ReadFull(c, q); err != nil || len(q) < 12 {
+			return
+		}
+		end := 12 // the question: a name, then type and class
+		for end < len(q) && q[end] != 0 {
+			end += int(q[end]) + 1
+		}
+		if end+5 > len(q) {
+			return
+		}
+		qtype := binary.BigEndian.Uint16(q[end+1:])
+		var answers [][]byte
+		for _, s := range addrs {
+			a := netip.MustParseAddr(s)
+			if (qtype == 1 && a.Is4()) || (qtype == 28 && a.Is6()) {
+				rr := []byte{0xc0, 12} // the name of the question
+				rr = binary.BigEndian.AppendUint16(rr, qtype)
+				rr = binary.BigEndian.AppendUint16(rr, 1) // IN
+				rr = binary.BigEndian.AppendUint32(rr, 60)
+				rr = binary.BigEndian.AppendUint16(rr, uint16(len(a.AsSlice())))
+				answers = append(answers, append(rr, a.AsSlice()...))
+			}
+		}
+		resp := append([]byte{}, q[:2]...)                               // the query's id
+		resp = append(resp, 0x81, 0x80, 0, 1)                            // an answer, recursion available; one question
+		resp = binary.BigEndian.AppendUint16(resp, uint16(len(answers))) // answers
+		resp = append(resp, 0, 0, 0, 0)                                  // no authority, no additional
+		resp = append(resp, q[12:end+5]...)
+		for _, rr := range answers {
+			resp = append(resp, rr...)
+		}
+		if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(resp))), resp...)); err != nil {
+			return
+		}
+	}
+}
+
+// A name that resolves to an address the Guard refuses is refused, at
+// registration and at connection, with errors that say what kind of
+// address it resolves to and never which: what names resolve to inside
+// the server's network is not the client's business.
+func TestGuardDoesNotTellWhatNamesResolveTo(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		addrs []string
+		kind  string
+	}{
+		{"private", []string{"10.1.2.3"}, "a private"},
+		{"cloud metadata", []string{"169.254.169.254"}, "a link-local"},
+		{"unique local", []string{"fd12:3456:789a::5"}, "a private"},
+		{"public and private", []string{"93.184.216.34", "192.168.7.7"}, "a private"},
+		{"6to4 of a private address", []string{"2002:a01:203::1"}, "a 6to4 (2002::/16)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := webhook.Guard{Resolver: fakeResolver(tt.addrs...)}
+			err := g.CheckURL(context.Background(), "https://hooks.internal.example/hook")
+			require.ErrorIs(t, err, webhook.ErrPrivateAddress)
+			assert.Equal(t, "the URL's host resolves to "+tt.kind+" address", err.Error())
+			if len(tt.addrs) == 1 {
+				_, err = g.DialContext(context.Background(), "tcp", "hooks.internal.example:443")
+				if errors.Is(err, syscall.EAFNOSUPPORT) {
+					t.Skip("no IPv6 on this machine")
+				}
+				require.ErrorIs(t, err, webhook.ErrPrivateAddress)
+				assert.Equal(t, "webhook: refused to connect to "+tt.kind+" address", err.Error())
+			}
+			for _, a := range tt.addrs {
+				for _, form := range []string{a, netip.MustParseAddr(a).StringExpanded()} {
+					assert.NotContains(t, err.Error(), form)
+				}
+			}
+			require.NoError(t, webhook.Guard{AllowPrivate: true, Resolver: fakeResolver(tt.addrs...)}.
+				CheckURL(context.Background(), "https://hooks.internal.example/hook"), "AllowPrivate allows it")
 		})
 	}
 }
