@@ -56,8 +56,8 @@ type handlerOptions struct {
 	// Sealer, when not nil, encrypts the signing secrets of webhook
 	// endpoints (--secrets-key).
 	Sealer *oauth.Sealer
-	// WebhookAllowPrivate lets webhook endpoints be at loopback, private
-	// and link-local addresses (--webhook-allow-private).
+	// WebhookAllowPrivate lets webhook endpoints be at addresses that are
+	// not globally reachable (--webhook-allow-private).
 	WebhookAllowPrivate bool
 }
 

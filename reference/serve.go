@@ -81,8 +81,9 @@ type serveConfig struct {
 	PurgeInterval time.Duration
 	// EventRetention is how long the change feed keeps events.
 	EventRetention time.Duration
-	// WebhookAllowPrivate lets webhook endpoints be at loopback, private
-	// and link-local addresses, which are otherwise refused.
+	// WebhookAllowPrivate lets webhook endpoints be at addresses that are
+	// not globally reachable (loopback, private, link-local and the other
+	// special-purpose ranges), which are otherwise refused.
 	WebhookAllowPrivate bool
 	// WebhookTimeout bounds one attempt of a webhook delivery.
 	WebhookTimeout time.Duration
@@ -111,7 +112,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	limitsFlags(fs, &cfg.Limits)
 	fs.DurationVar(&cfg.PurgeInterval, "purge-interval", defaultPurgeInterval, "how often expired codes, refresh tokens, revoked or ended authorizations and old consents are deleted from the database (the first time a minute after the start); 0 disables it, for \"waybill admin purge\" run by a scheduler instead")
 	fs.DurationVar(&cfg.EventRetention, "event-retention", defaultEventRetention, "how long the change feed (/v1/{scopeId}/events) keeps events; older ones go at the next purge, and a cursor from before them is answered 410 cursor_expired")
-	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints be at loopback, private and link-local addresses (refused otherwise, so that no organization reaches this server's network); for tests and private deployments")
+	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints be at addresses that are not globally reachable: loopback, private, link-local and the other special-purpose ranges (refused otherwise, so that no organization reaches this server's network); for tests and private deployments")
 	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", defaultWebhookTimeout, "longest one attempt of a webhook delivery may take (connecting, sending, the receiver's answer) before it counts as failed; a replica that dies mid-delivery leaves it to the others after six times this")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
