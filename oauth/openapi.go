@@ -416,7 +416,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	tokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in", "scope"},
 		openapi.Prop("access_token", openapi.String("The access token: a JWT typed `at+jwt` for `Authorization: Bearer`.")),
 		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL) / time.Second)}}),
+		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL) / time.Second)}}),
 		openapi.Prop("refresh_token", openapi.String("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid "+inWords(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL))+".")),
 		openapi.Prop("scope", openapi.String("The granted scopes, space-separated.")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (client-credentials grant only)."}),
@@ -431,7 +431,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	userTokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in"},
 		openapi.Prop("access_token", openapi.String("The product user token: a JWT without `oauth_client_id`.")),
 		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the token expires."}))
+		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "Seconds until the token expires."}))
 	userTokenResponse.Description = "A product user token."
 
 	uuids := func(description string) *openapi.Schema {
@@ -466,7 +466,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 		openapi.Prop("client_id", openapi.String("The app's client id.")),
 		openapi.Prop("client_secret", openapi.String("The new client secret, shown this once: only its hash is kept. The old one no longer authenticates.")),
 		openapi.Prop("tokens_revoked", &openapi.Schema{Type: "boolean", Description: "Whether the app's refresh tokens and authorization-code access tokens were revoked (`revoke_tokens`)."}),
-		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
+		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
 		openapi.Prop("access_tokens_valid_until", &openapi.Schema{Type: "string", Format: "date-time", Description: "When the last access token issued before the rotation that still works expires: client-credentials tokens always, authorization-code tokens unless revoked."}),
 		openapi.Prop("tokens", openapi.String("What became of the app's tokens, in words.")))
 	rotated.Description = "A secret rotation: the new secret and what became of the tokens issued before."

@@ -86,7 +86,7 @@ func Headers() map[string]*Header {
 		},
 		"Retry-After": {
 			Description: "Seconds until the next request may pass, rounded up; at least 1.",
-			Schema:      &Schema{Type: "integer", Minimum: Ptr(1.0)}, Required: true,
+			Schema:      &Schema{Type: "integer", Format: "int32", Minimum: Ptr(1.0)}, Required: true,
 		},
 		"RateLimit-Policy": {
 			Description: "The limits of the route (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";q=<quota>;w=<window seconds>`, comma-separated when the request counts under several (an organization's and its app's). Set on every response of a rate-limited route.",

@@ -53,7 +53,7 @@ func (b *openAPIBuilder) description() string {
 
 		d.WriteString("\n\n## Requests and responses\n\nEvery call carries `Authorization: Bearer <access token>` (see the OAuth operations) with the scope the operation names: `svc:<resource>:read` for GET, `svc:<resource>:write` for POST, PATCH and DELETE; write does not imply read. ")
 		d.WriteString("POST and PATCH take `Content-Type: application/json` and one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes (1 MiB; more gives 413 `payload_too_large`). ")
-		d.WriteString("A list answers `{\"data\": [...], \"pagination\": {\"limit\", \"offset\", \"total\"}, \"version\": \"" + Version + "\"}`; every other success `{\"data\": {...}, \"version\": \"" + Version + "\"}`, DELETE with the deleted record. Timestamps are RFC 3339 in UTC; dates `YYYY-MM-DD`.")
+		d.WriteString("A list answers `{\"data\": [...], \"pagination\": {\"limit\", \"offset\", \"total\"}, \"version\": \"" + Version + "\"}`; every other success `{\"data\": {...}, \"version\": \"" + Version + "\"}`, DELETE with the deleted record. Timestamps are RFC 3339 in UTC; dates `YYYY-MM-DD`; numbers are doubles (`format: double`) and integers 64-bit unless their schema says `int32`.")
 		d.WriteString("\n\nLists take `limit` (default " + strconv.Itoa(query.DefaultLimit) + ", at most " + strconv.Itoa(query.MaxLimit) + " unless a resource says less), `offset`, `sort` (`field:asc|desc`, `id` always appended as the last key; default `created_at:desc` unless a resource says otherwise) and `filter` (`field:operator:value`, repeatable, ANDed); any other parameter gives 400 `invalid_request`, so that a filter is never dropped silently.")
 	}
 

@@ -38,7 +38,7 @@ func oaFieldSchema(f *Field, nullable bool) *openapi.Schema {
 	case query.Integer:
 		typ, s.Format = "integer", "int64"
 	case query.Number:
-		typ = "number"
+		typ, s.Format = "number", "double"
 	case query.Date:
 		typ, s.Format = "string", "date"
 	case query.Timestamp:
@@ -163,7 +163,7 @@ func oaItemEnvelope(n oaNames) *openapi.Schema {
 
 func oaPagination() *openapi.Schema {
 	return openapi.Object([]string{"limit", "offset", "total", "next_cursor"},
-		openapi.Prop("limit", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
+		openapi.Prop("limit", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
 		openapi.Prop("offset", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of records skipped."}),
 		openapi.Prop("total", &openapi.Schema{Type: []string{"integer", "null"}, Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of records every filter matches, on every page: exact, or estimated with `Prefer: count=estimated` (see `Preference-Applied`), or null with `Prefer: count=none`."}),
 		openapi.Prop("next_cursor", &openapi.Schema{Type: []string{"string", "null"}, Description: "The cursor of the next page, to send as `after`; null on the last page."}))

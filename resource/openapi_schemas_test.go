@@ -14,13 +14,13 @@ import (
 // The schemas of a resource in its OpenAPI document: the record and the
 // bodies of its writes.
 
-// schemaType is the expected type and format of a field type.
+// oaTypes is the expected type and format of a field type.
 var oaTypes = map[query.Type][2]string{
 	query.UUID:      {"string", "uuid"},
 	query.String:    {"string", ""},
 	query.Enum:      {"string", ""},
 	query.Integer:   {"integer", "int64"},
-	query.Number:    {"number", ""},
+	query.Number:    {"number", "double"},
 	query.Date:      {"string", "date"},
 	query.Timestamp: {"string", "date-time"},
 	query.Boolean:   {"boolean", ""},

@@ -356,7 +356,7 @@ func TestOpenAPIListParameters(t *testing.T) {
 	assert.Equal(t, []any{"count=exact", "count=estimated", "count=none"}, oaAt(t, params["Prefer"], "schema", "enum"))
 	assert.Equal(t, false, params["fields"]["explode"])
 	assert.Contains(t, oaAt(t, params["fields"], "schema", "items", "enum"), "valid_until")
-	assert.Equal(t, map[string]any{"type": "integer", "minimum": 1.0, "maximum": float64(query.MaxLimit), "default": 50.0}, params["limit"]["schema"])
+	assert.Equal(t, map[string]any{"type": "integer", "format": "int32", "minimum": 1.0, "maximum": float64(query.MaxLimit), "default": 50.0}, params["limit"]["schema"])
 	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "default"))
 	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "minimum"))
 	for _, name := range []string{"sort", "filter"} {
@@ -392,7 +392,7 @@ func TestOpenAPIListParameters(t *testing.T) {
 		var doc map[string]any
 		require.NoError(t, json.Unmarshal(raw, &doc))
 		limit := oaAt(t, doc, "paths", "/v1/{scopeId}/parcels", "get", "parameters").([]any)[0].(map[string]any)
-		assert.Equal(t, map[string]any{"type": "integer", "minimum": 1.0, "maximum": 20.0, "default": 20.0}, limit["schema"])
+		assert.Equal(t, map[string]any{"type": "integer", "format": "int32", "minimum": 1.0, "maximum": 20.0, "default": 20.0}, limit["schema"])
 	})
 }
 
