@@ -34,6 +34,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 	d.Components.Headers = openapi.Headers()
 	d.Components.Responses["RateLimited"] = openapi.RateLimitedResponse()
 	d.Components.Responses["ServerError"] = openapi.ServerErrorResponse()
+	d.Components.Responses["Unavailable"] = openapi.UnavailableResponse()
 
 	prefix := "/v1"
 	if len(f.Prefixes) > 0 {
@@ -65,6 +66,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 				openapi.ErrorExample{Code: apierrors.CodeCursorExpired, Description: "the cursor is older than the events this feed keeps"}),
 			"429": openapi.ResponseRef("RateLimited"),
 			"500": openapi.ResponseRef("ServerError"),
+			"503": openapi.ResponseRef("Unavailable"),
 		},
 		Security: []openapi.SecurityRequirement{{"oauth2": {ReadScope}}},
 	}}

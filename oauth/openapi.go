@@ -91,6 +91,7 @@ func (s *Server) OpenAPI() *openapi.Document {
 			"413": tooLarge,
 			"429": shared("RateLimited", openapi.RateLimitedResponse),
 			"500": shared("ServerError", openapi.ServerErrorResponse),
+			"503": shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: []openapi.SecurityRequirement{},
 	}}
@@ -110,6 +111,7 @@ func (s *Server) OpenAPI() *openapi.Document {
 			"404": openapi.ErrorResponse("`not_found`: "+notFound, oaErr(apierrors.CodeNotFound, "no such organization")),
 			"429": shared("RateLimited", openapi.RateLimitedResponse),
 			"500": shared("ServerError", openapi.ServerErrorResponse),
+			"503": shared("Unavailable", openapi.UnavailableResponse),
 		}
 	}
 	userSecurity := []openapi.SecurityRequirement{{oaSchemeUserToken: {}}}
@@ -158,6 +160,7 @@ func (s *Server) OpenAPI() *openapi.Document {
 			"413": tooLarge,
 			"429": shared("RateLimited", openapi.RateLimitedResponse),
 			"500": shared("ServerError", openapi.ServerErrorResponse),
+			"503": shared("Unavailable", openapi.UnavailableResponse),
 		}
 	}
 	revokeResponses := clientErrors(openapi.WithHeaders(&openapi.Response{Description: "Revoked, or an unknown or expired token. No body."}, "Cache-Control"))
@@ -302,6 +305,7 @@ func oaTokenErrors(shared func(string, func() *openapi.Response) *openapi.Respon
 		"413": shared("OAuthPayloadTooLarge", oaPayloadTooLarge),
 		"429": shared("RateLimited", openapi.RateLimitedResponse),
 		"500": shared("ServerError", openapi.ServerErrorResponse),
+		"503": shared("Unavailable", openapi.UnavailableResponse),
 	}
 }
 

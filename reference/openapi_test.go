@@ -145,3 +145,29 @@ func TestOpenAPINumberFormats(t *testing.T) {
 	walk(doc, "#")
 	assert.Greater(t, numbers, 100, "the walk found the numbers")
 }
+
+// Every operation that needs the database documents 503
+// temporarily_unavailable with Retry-After.
+func TestOpenAPIUnavailable(t *testing.T) {
+	t.Parallel()
+	doc := openAPIDocument(t)
+	without := map[string]bool{"getAuthorizationServerMetadata": true, "getJSONWebKeySet": true, "authorize": true}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			if method == "parameters" {
+				continue
+			}
+			id := op.(map[string]any)["operationId"].(string)
+			got := op.(map[string]any)["responses"].(map[string]any)["503"]
+			if without[id] {
+				assert.Nil(t, got, "%s %s (%s) needs no database", method, path, id)
+				continue
+			}
+			assert.Equal(t, map[string]any{"$ref": "#/components/responses/Unavailable"}, got, "%s %s (%s)", method, path, id)
+		}
+	}
+	unavailable, ok := doc["components"].(map[string]any)["responses"].(map[string]any)["Unavailable"].(map[string]any)
+	require.True(t, ok, "the response component Unavailable")
+	assert.Contains(t, unavailable["description"], "`temporarily_unavailable`")
+	assert.Equal(t, map[string]any{"$ref": "#/components/headers/Retry-After"}, unavailable["headers"].(map[string]any)["Retry-After"])
+}

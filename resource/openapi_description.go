@@ -62,7 +62,7 @@ func (b *openAPIBuilder) description() string {
 		apierrors.CodeInvalidRequest, apierrors.CodeInvalidCreate, apierrors.CodeCreateFailed, apierrors.CodeInvalidUpdate,
 		apierrors.CodeUnauthorized, apierrors.CodeInvalidToken, apierrors.CodeInvalidTokenType, apierrors.CodeInsufficientScope,
 		apierrors.CodeNotFound, apierrors.CodeMethodNotAllowed, apierrors.CodeConflict, apierrors.CodePayloadTooLarge,
-		apierrors.CodeRateLimited, apierrors.CodeServerError,
+		apierrors.CodeRateLimited, apierrors.CodeServerError, apierrors.CodeUnavailable,
 		apierrors.CodeInvalidClient, apierrors.CodeInvalidGrant, apierrors.CodeUnsupportedGrantType, apierrors.CodeInvalidScope,
 	} {
 		d.WriteString("| `" + code + "` | " + strconv.Itoa(apierrors.Status(code)) + " |\n")

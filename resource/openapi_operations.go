@@ -221,6 +221,7 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operatio
 			"404": oaNotFound(false, n),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.ReadScope()),
 	}
@@ -247,6 +248,7 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *openapi.Operation
 			"404": oaNotFound(true, n),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.ReadScope()),
 	}
@@ -284,6 +286,7 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operat
 			"413": b.shared("PayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBodyBytes) }),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}
@@ -327,6 +330,7 @@ func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *openapi.Operat
 			"413": b.shared("PayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBodyBytes) }),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}
@@ -355,6 +359,7 @@ func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *openapi.Operat
 			}),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}

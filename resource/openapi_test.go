@@ -300,13 +300,16 @@ func TestOpenAPIOperations(t *testing.T) {
 			assert.Contains(t, scopes, scope)
 			assert.Contains(t, op["description"], scope, where)
 			assert.Contains(t, op["description"], "`{scopeId}` is", where)
-			for _, code := range []string{"401", "403", "404", "429", "500"} {
+			for _, code := range []string{"401", "403", "404", "429", "500", "503"} {
 				resp := oaResponse(t, doc, responses, code)
 				assert.Equal(t, "#/components/schemas/Error", oaAt(t, resp, "content", "application/json", "schema", "$ref"), "%s %s", where, code)
 			}
 			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "401"), "headers"), "WWW-Authenticate")
 			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "403"), "headers"), "WWW-Authenticate")
 			assert.Subset(t, oaKeys(oaObj(t, oaResponse(t, doc, responses, "429"), "headers")), []string{"Retry-After", "RateLimit-Policy", "RateLimit"})
+			assert.Equal(t, "#/components/responses/Unavailable", oaAt(t, responses, "503", "$ref"), where)
+			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "503"), "headers"), "Retry-After", where)
+			assert.Contains(t, oaResponse(t, doc, responses, "503")["description"], "`temporarily_unavailable`", where)
 			switch m {
 			case "post":
 				assert.Contains(t, oaObj(t, responses, "201", "headers"), "Location", where)

@@ -54,6 +54,7 @@ func (a *API) OpenAPI() *openapi.Document {
 		"Unauthorized":           oaUnauthorized(),
 		"RateLimited":            openapi.RateLimitedResponse(),
 		"ServerError":            openapi.ServerErrorResponse(),
+		"Unavailable":            openapi.UnavailableResponse(),
 		"WebhookPayloadTooLarge": openapi.PayloadTooLargeResponse(MaxBodyBytes),
 		"IdempotencyInProgress":  openapi.IdempotencyInProgressResponse(),
 		"IdempotencyKeyReused":   openapi.IdempotencyKeyReusedResponse(),
@@ -321,6 +322,7 @@ func oaCommon(responses map[string]*openapi.Response) map[string]*openapi.Respon
 	responses["401"] = openapi.ResponseRef("Unauthorized")
 	responses["429"] = openapi.ResponseRef("RateLimited")
 	responses["500"] = openapi.ResponseRef("ServerError")
+	responses["503"] = openapi.ResponseRef("Unavailable")
 	return responses
 }
 
