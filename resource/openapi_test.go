@@ -77,13 +77,32 @@ func oaResolve(t testing.TB, doc map[string]any, ref string) map[string]any {
 	return oaObj(t, doc, oaKeys...)
 }
 
-// recordSchema finds the record schema of resource name through its list
-// operation: 200 → list envelope → data.items.
+// oaRecord finds the record schema of resource name that its list
+// operation answers, the partial one: 200 → list envelope → data.items.
 func oaRecord(t testing.TB, doc map[string]any, name string) map[string]any {
 	t.Helper()
-	list := oaObj(t, doc, "paths", "/v1/{scopeId}/"+name, "get")
-	env := oaResolve(t, doc, oaAt(t, list, "responses", "200", "content", "application/json", "schema", "$ref").(string))
-	return oaResolve(t, doc, oaAt(t, env, "properties", "data", "items", "$ref").(string))
+	return oaResolve(t, doc, oaRecordRef(t, doc, "/v1/{scopeId}/"+name, "get", "200", "items"))
+}
+
+// oaFullRecord finds the whole record schema of resource name: the one
+// of its partial schema's name without "Partial".
+func oaFullRecord(t testing.TB, doc map[string]any, name string) map[string]any {
+	t.Helper()
+	ref, ok := strings.CutSuffix(oaRecordRef(t, doc, "/v1/{scopeId}/"+name, "get", "200", "items"), "Partial")
+	require.True(t, ok, "the records of a list are partial")
+	return oaResolve(t, doc, ref)
+}
+
+// oaRecordRef returns the $ref of the record in the data of the answer
+// status of method path: of data itself, or with items, of its items.
+func oaRecordRef(t testing.TB, doc map[string]any, path, method, status string, items ...string) string {
+	t.Helper()
+	op := oaObj(t, doc, "paths", path, method)
+	schema := oaObj(t, op, "responses", status, "content", "application/json", "schema")
+	if ref, ok := schema["$ref"].(string); ok {
+		schema = oaResolve(t, doc, ref)
+	}
+	return oaAt(t, schema, append([]string{"properties", "data"}, append(items, "$ref")...)...).(string)
 }
 
 // oaResponse returns the response code of an operation's responses,
