@@ -34,6 +34,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 	d.Components.Headers = openapi.Headers()
 	d.Components.Responses["RateLimited"] = openapi.RateLimitedResponse()
 	d.Components.Responses["ServerError"] = openapi.ServerErrorResponse()
+	d.Components.Responses["Unavailable"] = openapi.UnavailableResponse()
 
 	prefix := "/v1"
 	if len(f.Prefixes) > 0 {
@@ -49,7 +50,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 			{Name: "scopeId", In: "path", Required: true, Description: "The organization or one of its branches.", Schema: &openapi.Schema{Type: "string", Format: "uuid"}},
 			{Name: "after", In: "query", Description: "The `next_cursor` of the previous page.", Schema: &openapi.Schema{Type: "string"}},
 			{Name: "types", In: "query", Description: "Comma-separated event types to keep: whole types (`quotation.created`), a record's types (`quotation.*`) or `*`.", Schema: &openapi.Schema{Type: "string"}, Example: "quotation.*,shipment.status_changed"},
-			{Name: "limit", In: "query", Description: "The most events on the page.", Schema: &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(MaxLimit)), Default: DefaultLimit}},
+			{Name: "limit", In: "query", Description: "The most events on the page.", Schema: &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(MaxLimit)), Default: DefaultLimit}},
 		},
 		Responses: map[string]*openapi.Response{
 			"200": openapi.WithHeaders(&openapi.Response{Description: "A page of the feed.", Content: openapi.JSON(openapi.SchemaRef(oaPage))}, "RateLimit-Policy", "RateLimit"),
@@ -65,6 +66,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 				openapi.ErrorExample{Code: apierrors.CodeCursorExpired, Description: "the cursor is older than the events this feed keeps"}),
 			"429": openapi.ResponseRef("RateLimited"),
 			"500": openapi.ResponseRef("ServerError"),
+			"503": openapi.ResponseRef("Unavailable"),
 		},
 		Security: []openapi.SecurityRequirement{{"oauth2": {ReadScope}}},
 	}}

@@ -364,8 +364,8 @@ func (s *Server) oaConnectedApps(d *openapi.Document, p Paths, userAuthErrors fu
 		openapi.Prop("client_id", openapi.String("The app's client id.")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization."}),
 		openapi.Prop("disconnected_at", &openapi.Schema{Type: "string", Format: "date-time", Description: "The cut-off: the app's access tokens for the organization issued until then are refused."}),
-		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
-		openapi.Prop("removed_consents", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "How many consents were removed."}),
+		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
+		openapi.Prop("removed_consents", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "How many consents were removed."}),
 		openapi.Prop("disabled", &openapi.Schema{Type: "boolean", Description: "Whether the app is the organization's own and was disabled until its secret is rotated."}))))
 	disconnection.Description = "A disconnection."
 	d.Components.Schemas["Disconnection"] = disconnection

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,15 @@ func (s *Server) OpenAPI() *openapi.Document {
 		"Token requests are `application/x-www-form-urlencoded` or `application/json`; clients authenticate by HTTP Basic or `client_id` and `client_secret` in the body. " +
 		"Errors follow RFC 6749 section 5.2 in the shape of `Error`."})
 
+	s.oaTokenPaths(d, p, shared)
+	s.oaAppPaths(d, p, shared)
+	oaClientPaths(d, p, shared)
+	s.oaPublicPaths(d, p, shared)
+	return d
+}
+
+// oaTokenPaths describes the token endpoint and user sign-in in d.
+func (s *Server) oaTokenPaths(d *openapi.Document, p Paths, shared func(string, func() *openapi.Response) *openapi.Response) {
 	tooLarge := shared("OAuthPayloadTooLarge", oaPayloadTooLarge)
 	allGrants := oaTokenErrors(shared, "`invalid_request`: a missing or repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.\n\n"+
 		"`invalid_grant`: an authorization code or refresh token that is invalid, expired, spent, revoked, or of another client; a redirect URI or PKCE verifier that does not match.\n\n"+
@@ -91,10 +101,15 @@ func (s *Server) OpenAPI() *openapi.Document {
 			"413": tooLarge,
 			"429": shared("RateLimited", openapi.RateLimitedResponse),
 			"500": shared("ServerError", openapi.ServerErrorResponse),
+			"503": shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: []openapi.SecurityRequirement{},
 	}}
+}
 
+// oaAppPaths describes app registration, secret rotation and connected
+// apps in d: the endpoints that take a product user token.
+func (s *Server) oaAppPaths(d *openapi.Document, p Paths, shared func(string, func() *openapi.Response) *openapi.Response) {
 	userAuthErrors := func(notFound string, forbidden string) map[string]*openapi.Response {
 		return map[string]*openapi.Response{
 			"401": openapi.WithHeaders(openapi.ErrorResponse("`unauthorized`: no `Authorization: Bearer` product user token. `invalid_token`: a token that is malformed, badly signed, expired or for another audience.",
@@ -110,6 +125,7 @@ func (s *Server) OpenAPI() *openapi.Document {
 			"404": openapi.ErrorResponse("`not_found`: "+notFound, oaErr(apierrors.CodeNotFound, "no such organization")),
 			"429": shared("RateLimited", openapi.RateLimitedResponse),
 			"500": shared("ServerError", openapi.ServerErrorResponse),
+			"503": shared("Unavailable", openapi.UnavailableResponse),
 		}
 	}
 	userSecurity := []openapi.SecurityRequirement{{oaSchemeUserToken: {}}}
@@ -148,7 +164,12 @@ func (s *Server) OpenAPI() *openapi.Document {
 	}
 
 	s.oaConnectedApps(d, p, userAuthErrors, userSecurity)
+}
 
+// oaClientPaths describes revocation and introspection in d: the
+// endpoints where a client authenticates to ask about a token.
+func oaClientPaths(d *openapi.Document, p Paths, shared func(string, func() *openapi.Response) *openapi.Response) {
+	tooLarge := shared("OAuthPayloadTooLarge", oaPayloadTooLarge)
 	clientErrors := func(oaSuccess *openapi.Response) map[string]*openapi.Response {
 		return map[string]*openapi.Response{
 			"200": oaSuccess,
@@ -158,6 +179,7 @@ func (s *Server) OpenAPI() *openapi.Document {
 			"413": tooLarge,
 			"429": shared("RateLimited", openapi.RateLimitedResponse),
 			"500": shared("ServerError", openapi.ServerErrorResponse),
+			"503": shared("Unavailable", openapi.UnavailableResponse),
 		}
 	}
 	revokeResponses := clientErrors(openapi.WithHeaders(&openapi.Response{Description: "Revoked, or an unknown or expired token. No body."}, "Cache-Control"))
@@ -183,7 +205,11 @@ func (s *Server) OpenAPI() *openapi.Document {
 		Responses:   clientErrors(oaTokenSuccess("The token's state. `active` false for an unknown, expired, spent or revoked token, and for a product user token.", "TokenIntrospection")),
 		Security:    oaClientAuth(),
 	}}
+}
 
+// oaPublicPaths describes the metadata, the key set and the authorization
+// endpoint in d: the endpoints that take no credentials.
+func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string, func() *openapi.Response) *openapi.Response) {
 	d.Paths[p.Metadata] = &openapi.PathItem{Get: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Get the authorization server metadata", OperationID: "getAuthorizationServerMetadata",
 		Description: "RFC 8414 metadata, so that standard clients configure themselves.",
@@ -245,7 +271,6 @@ func (s *Server) OpenAPI() *openapi.Document {
 		},
 		Security: []openapi.SecurityRequirement{},
 	}}
-	return d
 }
 
 // OpenAPIClientCredentials returns the path item of a token endpoint that
@@ -302,6 +327,7 @@ func oaTokenErrors(shared func(string, func() *openapi.Response) *openapi.Respon
 		"413": shared("OAuthPayloadTooLarge", oaPayloadTooLarge),
 		"429": shared("RateLimited", openapi.RateLimitedResponse),
 		"500": shared("ServerError", openapi.ServerErrorResponse),
+		"503": shared("Unavailable", openapi.UnavailableResponse),
 	}
 }
 
@@ -379,6 +405,15 @@ func oaGrantType(value, description string) openapi.Property {
 // oaSchemas are the schema components of the token service's requests
 // and responses.
 func (s *Server) oaSchemas() map[string]*openapi.Schema {
+	schemas := s.oaGrantSchemas()
+	maps.Copy(schemas, oaAppSchemas())
+	maps.Copy(schemas, oaTokenInfoSchemas())
+	return schemas
+}
+
+// oaGrantSchemas are the schema components of the grants and of the
+// tokens they answer.
+func (s *Server) oaGrantSchemas() map[string]*openapi.Schema {
 	authCode := openapi.Object([]string{"grant_type", "code", "redirect_uri", "code_verifier"},
 		append([]openapi.Property{
 			oaGrantType("authorization_code", "Exchange an authorization code."),
@@ -416,7 +451,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	tokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in", "scope"},
 		openapi.Prop("access_token", openapi.String("The access token: a JWT typed `at+jwt` for `Authorization: Bearer`.")),
 		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL) / time.Second)}}),
+		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL) / time.Second)}}),
 		openapi.Prop("refresh_token", openapi.String("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid "+inWords(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL))+".")),
 		openapi.Prop("scope", openapi.String("The granted scopes, space-separated.")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (client-credentials grant only)."}),
@@ -431,17 +466,33 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	userTokenResponse := openapi.Object([]string{"access_token", "token_type", "expires_in"},
 		openapi.Prop("access_token", openapi.String("The product user token: a JWT without `oauth_client_id`.")),
 		openapi.Prop("token_type", &openapi.Schema{Type: "string", Enum: []any{"bearer"}, Description: "Always `bearer`."}),
-		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "Seconds until the token expires."}))
+		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "Seconds until the token expires."}))
 	userTokenResponse.Description = "A product user token."
 
-	uuids := func(description string) *openapi.Schema {
-		return &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uuid"}, Description: description}
+	return map[string]*openapi.Schema{
+		"AuthorizationCodeTokenRequest": authCode,
+		"RefreshTokenRequest":           refresh,
+		"ClientCredentialsTokenRequest": cc,
+		"TokenRequest":                  tokenRequest,
+		"TokenResponse":                 tokenResponse,
+		"UserTokenRequest":              userTokenRequest,
+		"UserTokenResponse":             userTokenResponse,
 	}
+}
+
+// oaUUIDs is an array of UUIDs.
+func oaUUIDs(description string) *openapi.Schema {
+	return &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uuid"}, Description: description}
+}
+
+// oaAppSchemas are the schema components of app registration and secret
+// rotation.
+func oaAppSchemas() map[string]*openapi.Schema {
 	appRegistration := openapi.Object([]string{"organization_id", "name", "scopes"},
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization the app belongs to; the user must administer it."}),
 		openapi.Prop("name", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(1), MaxLength: openapi.Ptr(200), Description: "The app's name, shown at consent; at most 200 bytes."}),
 		openapi.Prop("scopes", &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), Items: &openapi.Schema{Type: "string"}, Description: "The scopes the app may ask for, e.g. `svc:quotations:read`."}),
-		openapi.Prop("branch_ids", uuids("The branches a client-credentials token of the app may use; each a branch of the organization.")),
+		openapi.Prop("branch_ids", oaUUIDs("The branches a client-credentials token of the app may use; each a branch of the organization.")),
 		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow, matched exactly: `https://...`, `http://` on a loopback host (127.0.0.1, [::1], localhost; RFC 8252), or a private-use scheme in reverse-domain form with one slash (`com.example.app:/callback`); never a fragment, user information or a wildcard."}))
 	appRegistration.AdditionalProperties = openapi.Ptr(false)
 	appRegistration.Description = "An app to register."
@@ -453,7 +504,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 		openapi.Prop("name", openapi.String("The app's name (registration only).")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (registration only)."}),
 		openapi.Prop("scopes", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string"}, Description: "The app's scopes (registration only)."}),
-		openapi.Prop("branch_ids", uuids("The app's branches (registration only).")),
+		openapi.Prop("branch_ids", oaUUIDs("The app's branches (registration only).")),
 		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The app's redirect URIs (registration only)."}))
 	appResponse.Description = "An app's credentials and registration."
 
@@ -466,11 +517,22 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 		openapi.Prop("client_id", openapi.String("The app's client id.")),
 		openapi.Prop("client_secret", openapi.String("The new client secret, shown this once: only its hash is kept. The old one no longer authenticates.")),
 		openapi.Prop("tokens_revoked", &openapi.Schema{Type: "boolean", Description: "Whether the app's refresh tokens and authorization-code access tokens were revoked (`revoke_tokens`)."}),
-		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
+		openapi.Prop("revoked_families", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "How many authorizations (refresh token families) were revoked."}),
 		openapi.Prop("access_tokens_valid_until", &openapi.Schema{Type: "string", Format: "date-time", Description: "When the last access token issued before the rotation that still works expires: client-credentials tokens always, authorization-code tokens unless revoked."}),
 		openapi.Prop("tokens", openapi.String("What became of the app's tokens, in words.")))
 	rotated.Description = "A secret rotation: the new secret and what became of the tokens issued before."
 
+	return map[string]*openapi.Schema{
+		"AppRegistration":       appRegistration,
+		"AppResponse":           appResponse,
+		"SecretRotationRequest": rotation,
+		"SecretRotation":        rotated,
+	}
+}
+
+// oaTokenInfoSchemas are the schema components of revocation,
+// introspection, the metadata and the key set.
+func oaTokenInfoSchemas() map[string]*openapi.Schema {
 	tokenParam := func(what string) *openapi.Schema {
 		s := openapi.Object([]string{"token"},
 			append([]openapi.Property{
@@ -496,7 +558,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 		openapi.Prop("aud", openapi.String("The audience (access tokens).")),
 		openapi.Prop("jti", openapi.String("The token's id (access tokens).")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization the token acts in."}),
-		openapi.Prop("branch_ids", uuids("The branches a client-credentials token may use.")))
+		openapi.Prop("branch_ids", oaUUIDs("The branches a client-credentials token may use.")))
 	introspection.Description = "An RFC 7662 introspection response. A product user token is inactive here."
 
 	strs := func(description string) *openapi.Schema {
@@ -536,22 +598,11 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	jwks.Description = "RFC 7517 JSON Web Key Set."
 
 	return map[string]*openapi.Schema{
-		"AuthorizationCodeTokenRequest": authCode,
-		"RefreshTokenRequest":           refresh,
-		"ClientCredentialsTokenRequest": cc,
-		"TokenRequest":                  tokenRequest,
-		"TokenResponse":                 tokenResponse,
-		"UserTokenRequest":              userTokenRequest,
-		"UserTokenResponse":             userTokenResponse,
-		"AppRegistration":               appRegistration,
-		"AppResponse":                   appResponse,
-		"SecretRotationRequest":         rotation,
-		"SecretRotation":                rotated,
-		"TokenRevocationRequest":        revocation,
-		"TokenIntrospectionRequest":     introspectionRequest,
-		"TokenIntrospection":            introspection,
-		"AuthorizationServerMetadata":   metadata,
-		"JSONWebKeySet":                 jwks,
+		"TokenRevocationRequest":      revocation,
+		"TokenIntrospectionRequest":   introspectionRequest,
+		"TokenIntrospection":          introspection,
+		"AuthorizationServerMetadata": metadata,
+		"JSONWebKeySet":               jwks,
 	}
 }
 

@@ -47,6 +47,16 @@ func RateLimitedResponse() *Response {
 		ErrorExample{"rate_limited", "rate limit exceeded; retry in 2 s"}), "Retry-After", "RateLimit-Policy", "RateLimit")
 }
 
+// UnavailableResponse returns the response component "Unavailable": 503
+// temporarily_unavailable with Retry-After, the answer of any endpoint
+// that needs a service (its database, a shared rate limit store) that did
+// not answer within the server's bound, or that is busy.
+func UnavailableResponse() *Response {
+	return WithHeaders(ErrorResponse("`temporarily_unavailable`: the server could not serve the request in time: its database, or another service it depends on, is unreachable or overloaded, or too many requests of this kind wait already. "+
+		"Retry after the `Retry-After` seconds; retry a write with the same `Idempotency-Key` where the operation takes one, so that it is made once.",
+		ErrorExample{"temporarily_unavailable", "a service this server depends on is not reachable; retry later"}), "Retry-After")
+}
+
 // ServerErrorResponse returns the response component "ServerError": 500
 // server_error.
 func ServerErrorResponse() *Response {
@@ -86,7 +96,7 @@ func Headers() map[string]*Header {
 		},
 		"Retry-After": {
 			Description: "Seconds until the next request may pass, rounded up; at least 1.",
-			Schema:      &Schema{Type: "integer", Minimum: Ptr(1.0)}, Required: true,
+			Schema:      &Schema{Type: "integer", Format: "int32", Minimum: Ptr(1.0)}, Required: true,
 		},
 		"RateLimit-Policy": {
 			Description: "The limits of the route (draft-ietf-httpapi-ratelimit-headers-11): `\"<name>\";q=<quota>;w=<window seconds>`, comma-separated when the request counts under several (an organization's and its app's). Set on every response of a rate-limited route.",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,4 +99,75 @@ func TestOpenAPITokenAliases(t *testing.T) {
 		})
 	}
 	require.NoError(t, stop())
+}
+
+// openAPIDocument returns the document "waybill openapi" prints.
+func openAPIDocument(t *testing.T) map[string]any {
+	t.Helper()
+	var out bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"openapi"}, env(nil), &out, &out))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	return doc
+}
+
+// Every number of the document is a double and every integer says its
+// size, so that generators pick float64 and int32 or int64 (not float32,
+// which would send 123456.789 as 123456.79).
+func TestOpenAPINumberFormats(t *testing.T) {
+	t.Parallel()
+	doc := openAPIDocument(t)
+	formats := map[string][]string{"number": {"double"}, "integer": {"int32", "int64"}}
+	numbers := 0
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			types, _ := v["type"].([]any)
+			if s, ok := v["type"].(string); ok {
+				types = []any{s}
+			}
+			for _, typ := range types {
+				if want, ok := formats[typ.(string)]; ok {
+					numbers++
+					assert.Contains(t, want, v["format"], "%s: a %s of format %v", at, typ, v["format"])
+				}
+			}
+			for k, e := range v {
+				walk(e, at+"/"+k)
+			}
+		case []any:
+			for i, e := range v {
+				walk(e, at+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(doc, "#")
+	assert.Greater(t, numbers, 100, "the walk found the numbers")
+}
+
+// Every operation that needs the database documents 503
+// temporarily_unavailable with Retry-After.
+func TestOpenAPIUnavailable(t *testing.T) {
+	t.Parallel()
+	doc := openAPIDocument(t)
+	without := map[string]bool{"getAuthorizationServerMetadata": true, "getJSONWebKeySet": true, "authorize": true}
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			if method == "parameters" {
+				continue
+			}
+			id := op.(map[string]any)["operationId"].(string)
+			got := op.(map[string]any)["responses"].(map[string]any)["503"]
+			if without[id] {
+				assert.Nil(t, got, "%s %s (%s) needs no database", method, path, id)
+				continue
+			}
+			assert.Equal(t, map[string]any{"$ref": "#/components/responses/Unavailable"}, got, "%s %s (%s)", method, path, id)
+		}
+	}
+	unavailable, ok := doc["components"].(map[string]any)["responses"].(map[string]any)["Unavailable"].(map[string]any)
+	require.True(t, ok, "the response component Unavailable")
+	assert.Contains(t, unavailable["description"], "`temporarily_unavailable`")
+	assert.Equal(t, map[string]any{"$ref": "#/components/headers/Retry-After"}, unavailable["headers"].(map[string]any)["Retry-After"])
 }

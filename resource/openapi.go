@@ -100,10 +100,14 @@ func (info OpenAPIInfo) withDefaults() OpenAPIInfo {
 // Each resource gets its list and get operations, and, unless it is
 // read-only, create, update and delete, under the first path prefix (/v1);
 // info.description says that the other prefixes (/api/v1) are aliases.
-// Each resource has a record schema (every field a response carries, the
-// tenant columns included), a Create and an Update schema (the fields a
-// client may send), and its list and item envelopes. Every operation names
-// the scope it needs and every error it can answer with.
+// Each resource has a Partial record schema (every field a response
+// carries, the tenant columns included, of which only id is required: what
+// the GETs answer, since fields= leaves the others out) and its list and
+// item envelopes; a resource that is not read-only also has the whole
+// record (the same fields, every one required: what writes answer), its
+// envelope, and a Create and an Update schema (the fields a client may
+// send). Every operation names the scope it needs and every error it can
+// answer with, 503 temporarily_unavailable included.
 //
 // The document depends only on the declarations: it needs no database, and
 // the same registry and info always give the same bytes. It is an error

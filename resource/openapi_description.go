@@ -53,7 +53,8 @@ func (b *openAPIBuilder) description() string {
 
 		d.WriteString("\n\n## Requests and responses\n\nEvery call carries `Authorization: Bearer <access token>` (see the OAuth operations) with the scope the operation names: `svc:<resource>:read` for GET, `svc:<resource>:write` for POST, PATCH and DELETE; write does not imply read. ")
 		d.WriteString("POST and PATCH take `Content-Type: application/json` and one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes (1 MiB; more gives 413 `payload_too_large`). ")
-		d.WriteString("A list answers `{\"data\": [...], \"pagination\": {\"limit\", \"offset\", \"total\"}, \"version\": \"" + Version + "\"}`; every other success `{\"data\": {...}, \"version\": \"" + Version + "\"}`, DELETE with the deleted record. Timestamps are RFC 3339 in UTC; dates `YYYY-MM-DD`.")
+		d.WriteString("A list answers `{\"data\": [...], \"pagination\": {\"limit\", \"offset\", \"total\"}, \"version\": \"" + Version + "\"}`; every other success `{\"data\": {...}, \"version\": \"" + Version + "\"}`, DELETE with the deleted record. Timestamps are RFC 3339 in UTC; dates `YYYY-MM-DD`; numbers are doubles (`format: double`) and integers 64-bit unless their schema says `int32`.")
+		d.WriteString("\n\nA GET of a list or of a record takes `fields`, and answers records of the resource's `...Partial` schema: every field without `fields`, and with it `id` and the fields named, so only `id` is required there. A create, update or delete answers the whole record, whose schema requires every field.")
 		d.WriteString("\n\nLists take `limit` (default " + strconv.Itoa(query.DefaultLimit) + ", at most " + strconv.Itoa(query.MaxLimit) + " unless a resource says less), `offset`, `sort` (`field:asc|desc`, `id` always appended as the last key; default `created_at:desc` unless a resource says otherwise) and `filter` (`field:operator:value`, repeatable, ANDed); any other parameter gives 400 `invalid_request`, so that a filter is never dropped silently.")
 	}
 
@@ -62,7 +63,7 @@ func (b *openAPIBuilder) description() string {
 		apierrors.CodeInvalidRequest, apierrors.CodeInvalidCreate, apierrors.CodeCreateFailed, apierrors.CodeInvalidUpdate,
 		apierrors.CodeUnauthorized, apierrors.CodeInvalidToken, apierrors.CodeInvalidTokenType, apierrors.CodeInsufficientScope,
 		apierrors.CodeNotFound, apierrors.CodeMethodNotAllowed, apierrors.CodeConflict, apierrors.CodePayloadTooLarge,
-		apierrors.CodeRateLimited, apierrors.CodeServerError,
+		apierrors.CodeRateLimited, apierrors.CodeServerError, apierrors.CodeUnavailable,
 		apierrors.CodeInvalidClient, apierrors.CodeInvalidGrant, apierrors.CodeUnsupportedGrantType, apierrors.CodeInvalidScope,
 	} {
 		d.WriteString("| `" + code + "` | " + strconv.Itoa(apierrors.Status(code)) + " |\n")

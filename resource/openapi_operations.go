@@ -68,25 +68,8 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 	collection := prefix + "/{scopeId}/" + r.Name
 	item := collection + "/{id}"
 
-	for _, s := range []struct {
-		name   string
-		schema *openapi.Schema
-	}{
-		{n.schema, oaRecordSchema(b.g, r)},
-		{n.schema + "ListEnvelope", oaListEnvelope(r, n)},
-		{n.schema + "ItemEnvelope", oaItemEnvelope(n)},
-	} {
-		if err := b.addSchema(s.name, s.schema); err != nil {
-			return fmt.Errorf("resource %s: %w", r.Name, err)
-		}
-	}
-	if !r.ReadOnly {
-		if err := b.addSchema(n.schema+"Create", oaWriteSchema(b.g, r, n, true)); err != nil {
-			return fmt.Errorf("resource %s: %w", r.Name, err)
-		}
-		if err := b.addSchema(n.schema+"Update", oaWriteSchema(b.g, r, n, false)); err != nil {
-			return fmt.Errorf("resource %s: %w", r.Name, err)
-		}
+	if err := b.addResourceSchemas(r, n); err != nil {
+		return err
 	}
 	b.doc.Tags = append(b.doc.Tags, openapi.Tag{Name: r.Name, Description: oaResourceDescription(r, n, collection)})
 
@@ -116,6 +99,34 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 	}
 	if err := b.addPath(item, itemItem); err != nil {
 		return fmt.Errorf("resource %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// addResourceSchemas adds the schemas of r: the partial record the GETs
+// answer, with its envelopes, and unless r is read-only the whole record
+// the writes answer, its envelope and the bodies of the writes.
+func (b *openAPIBuilder) addResourceSchemas(r *Resource, n oaNames) error {
+	type named struct {
+		name   string
+		schema *openapi.Schema
+	}
+	schemas := []named{
+		{n.schema + "Partial", oaRecordSchema(b.g, r, n, true)},
+		{n.schema + "ListEnvelope", oaListEnvelope(n)},
+		{n.schema + "PartialEnvelope", oaItemEnvelope(n.schema + "Partial")},
+	}
+	if !r.ReadOnly {
+		schemas = append(schemas,
+			named{n.schema, oaRecordSchema(b.g, r, n, false)},
+			named{n.schema + "ItemEnvelope", oaItemEnvelope(n.schema)},
+			named{n.schema + "Create", oaWriteSchema(b.g, r, n, true)},
+			named{n.schema + "Update", oaWriteSchema(b.g, r, n, false)})
+	}
+	for _, s := range schemas {
+		if err := b.addSchema(s.name, s.schema); err != nil {
+			return fmt.Errorf("resource %s: %w", r.Name, err)
+		}
 	}
 	return nil
 }
@@ -211,7 +222,7 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operatio
 		Description: strings.Join(desc, "\n\n"),
 		Parameters:  append(oaListParameters(r), oaFields(r), oaPrefer()),
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("A page of "+n.plural+".", n.schema+"ListEnvelope", map[string]*openapi.Header{
+			"200": oaSuccess("A page of "+n.plural+": whole records, or with `fields`, `id` and the fields named.", n.schema+"ListEnvelope", map[string]*openapi.Header{
 				"Preference-Applied": openapi.HeaderRef("Preference-Applied"), "Link": openapi.HeaderRef("Link"),
 			}),
 			"400": openapi.ErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
@@ -221,6 +232,7 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operatio
 			"404": oaNotFound(false, n),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.ReadScope()),
 	}
@@ -240,13 +252,14 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *openapi.Operation
 		Description: strings.Join(desc, "\n\n"),
 		Parameters:  []*openapi.Parameter{oaFields(r), openapi.IfNoneMatchParameter()},
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("The "+oaWords(Singular(r.Name))+".", n.schema+"ItemEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
+			"200": oaSuccess("The "+oaWords(Singular(r.Name))+": whole, or with `fields`, `id` and the fields named.", n.schema+"PartialEnvelope", map[string]*openapi.Header{"ETag": openapi.HeaderRef("ETag")}),
 			"304": openapi.NotModifiedResponse(),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.ReadScope(), oaRead),
 			"404": oaNotFound(true, n),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.ReadScope()),
 	}
@@ -284,6 +297,7 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operat
 			"413": b.shared("PayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBodyBytes) }),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}
@@ -327,6 +341,7 @@ func (b *openAPIBuilder) updateOperation(r *Resource, n oaNames) *openapi.Operat
 			"413": b.shared("PayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBodyBytes) }),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}
@@ -355,6 +370,7 @@ func (b *openAPIBuilder) deleteOperation(r *Resource, n oaNames) *openapi.Operat
 			}),
 			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
 			"500": b.shared("ServerError", openapi.ServerErrorResponse),
+			"503": b.shared("Unavailable", openapi.UnavailableResponse),
 		},
 		Security: oaSecurity(r.WriteScope()),
 	}

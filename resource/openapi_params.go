@@ -26,7 +26,7 @@ func oaListParameters(r *Resource) []*openapi.Parameter {
 		{
 			Name: "limit", In: "query",
 			Description: "The page size: an integer from 1 to " + strconv.Itoa(maxLimit) + ". Anything else gives 400 `invalid_request`.",
-			Schema:      &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(maxLimit)), Default: defaultLimit},
+			Schema:      &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(maxLimit)), Default: defaultLimit},
 		},
 		{
 			Name: "offset", In: "query",

@@ -38,7 +38,7 @@ func oaFieldSchema(f *Field, nullable bool) *openapi.Schema {
 	case query.Integer:
 		typ, s.Format = "integer", "int64"
 	case query.Number:
-		typ = "number"
+		typ, s.Format = "number", "double"
 	case query.Date:
 		typ, s.Format = "string", "date"
 	case query.Timestamp:
@@ -95,9 +95,24 @@ func oaFieldDescription(g *Registry, f *Field) string {
 }
 
 // oaRecordSchema is the schema of a record as responses carry it: every
-// column the handlers select (see selected), all always present.
-func oaRecordSchema(g *Registry, r *Resource) *openapi.Schema {
+// column the handlers select (see selected). In the full record, which
+// writes answer, every column is present; in the partial one, which the
+// GETs answer since they take fields=, only id is sure to be.
+func oaRecordSchema(g *Registry, r *Resource, n oaNames, partial bool) *openapi.Schema {
 	s := &openapi.Schema{Type: "object", Description: r.Description}
+	if s.Description != "" {
+		s.Description += "\n\n"
+	}
+	if partial {
+		whole := "every property"
+		if !r.ReadOnly {
+			whole += ", as in `" + n.schema + "`"
+		}
+		s.Description += "The " + n.single + " as a GET answers it: without `fields`, " + whole + "; " +
+			"with `fields`, `id` and the fields named, and no other. So only `id` is required here."
+	} else {
+		s.Description += "The whole " + n.single + ", as a create, update or delete answers it (and a 412 carries it): every property is present."
+	}
 	for _, c := range selected(r) {
 		var ps *openapi.Schema
 		switch f := r.Field(c.name); {
@@ -116,7 +131,9 @@ func oaRecordSchema(g *Registry, r *Resource) *openapi.Schema {
 				Description: "The branch the record belongs to; set by the server from `{scopeId}`, never sent by clients."}
 		}
 		s.Properties = append(s.Properties, openapi.Prop(c.name, ps))
-		s.Required = append(s.Required, c.name)
+		if !partial || c.name == "id" {
+			s.Required = append(s.Required, c.name)
+		}
 	}
 	return s
 }
@@ -148,22 +165,25 @@ func oaVersion() *openapi.Schema {
 	return &openapi.Schema{Type: "string", Const: Version, Description: "The API version."}
 }
 
-func oaListEnvelope(r *Resource, n oaNames) *openapi.Schema {
+// oaListEnvelope is the answer of a list: its records are partial, since
+// the list takes fields=.
+func oaListEnvelope(n oaNames) *openapi.Schema {
 	return openapi.Object([]string{"data", "pagination", "version"},
-		openapi.Prop("data", &openapi.Schema{Type: "array", Items: openapi.SchemaRef(n.schema), Description: "The page of " + n.plural + "."}),
+		openapi.Prop("data", &openapi.Schema{Type: "array", Items: openapi.SchemaRef(n.schema + "Partial"), Description: "The page of " + n.plural + ": whole, or with `fields`, `id` and the fields named."}),
 		openapi.Prop("pagination", openapi.SchemaRef("Pagination")),
 		openapi.Prop("version", oaVersion()))
 }
 
-func oaItemEnvelope(n oaNames) *openapi.Schema {
+// oaItemEnvelope is the answer of one record: of the schema record.
+func oaItemEnvelope(record string) *openapi.Schema {
 	return openapi.Object([]string{"data", "version"},
-		openapi.Prop("data", openapi.SchemaRef(n.schema)),
+		openapi.Prop("data", openapi.SchemaRef(record)),
 		openapi.Prop("version", oaVersion()))
 }
 
 func oaPagination() *openapi.Schema {
 	return openapi.Object([]string{"limit", "offset", "total", "next_cursor"},
-		openapi.Prop("limit", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
+		openapi.Prop("limit", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
 		openapi.Prop("offset", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of records skipped."}),
 		openapi.Prop("total", &openapi.Schema{Type: []string{"integer", "null"}, Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of records every filter matches, on every page: exact, or estimated with `Prefer: count=estimated` (see `Preference-Applied`), or null with `Prefer: count=none`."}),
 		openapi.Prop("next_cursor", &openapi.Schema{Type: []string{"string", "null"}, Description: "The cursor of the next page, to send as `after`; null on the last page."}))

@@ -77,13 +77,32 @@ func oaResolve(t testing.TB, doc map[string]any, ref string) map[string]any {
 	return oaObj(t, doc, oaKeys...)
 }
 
-// recordSchema finds the record schema of resource name through its list
-// operation: 200 → list envelope → data.items.
+// oaRecord finds the record schema of resource name that its list
+// operation answers, the partial one: 200 → list envelope → data.items.
 func oaRecord(t testing.TB, doc map[string]any, name string) map[string]any {
 	t.Helper()
-	list := oaObj(t, doc, "paths", "/v1/{scopeId}/"+name, "get")
-	env := oaResolve(t, doc, oaAt(t, list, "responses", "200", "content", "application/json", "schema", "$ref").(string))
-	return oaResolve(t, doc, oaAt(t, env, "properties", "data", "items", "$ref").(string))
+	return oaResolve(t, doc, oaRecordRef(t, doc, "/v1/{scopeId}/"+name, "get", "200", "items"))
+}
+
+// oaFullRecord finds the whole record schema of resource name: the one
+// of its partial schema's name without "Partial".
+func oaFullRecord(t testing.TB, doc map[string]any, name string) map[string]any {
+	t.Helper()
+	ref, ok := strings.CutSuffix(oaRecordRef(t, doc, "/v1/{scopeId}/"+name, "get", "200", "items"), "Partial")
+	require.True(t, ok, "the records of a list are partial")
+	return oaResolve(t, doc, ref)
+}
+
+// oaRecordRef returns the $ref of the record in the data of the answer
+// status of method path: of data itself, or with items, of its items.
+func oaRecordRef(t testing.TB, doc map[string]any, path, method, status string, items ...string) string {
+	t.Helper()
+	op := oaObj(t, doc, "paths", path, method)
+	schema := oaObj(t, op, "responses", status, "content", "application/json", "schema")
+	if ref, ok := schema["$ref"].(string); ok {
+		schema = oaResolve(t, doc, ref)
+	}
+	return oaAt(t, schema, append([]string{"properties", "data"}, append(items, "$ref")...)...).(string)
 }
 
 // oaResponse returns the response code of an operation's responses,
@@ -255,154 +274,6 @@ func TestOpenAPIOAuthRoutes(t *testing.T) {
 	assert.Equal(t, "grant_type", oaAt(t, user, "parameters").([]any)[0].(map[string]any)["name"])
 }
 
-// schemaType is the expected type and format of a field type.
-var oaTypes = map[query.Type][2]string{
-	query.UUID:      {"string", "uuid"},
-	query.String:    {"string", ""},
-	query.Enum:      {"string", ""},
-	query.Integer:   {"integer", "int64"},
-	query.Number:    {"number", ""},
-	query.Date:      {"string", "date"},
-	query.Timestamp: {"string", "date-time"},
-	query.Boolean:   {"boolean", ""},
-}
-
-func TestOpenAPIRecordSchemas(t *testing.T) {
-	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
-	reg := openAPIRegistry(t)
-	for _, r := range reg.Resources() {
-		t.Run(r.Name, func(t *testing.T) {
-			s := oaRecord(t, doc, r.Name)
-			props := oaObj(t, s, "properties")
-			var names []string
-			for _, f := range r.AllFields() {
-				names = append(names, f.Name)
-				p := oaObj(t, props, f.Name)
-				want := oaTypes[f.Type]
-				if f.Nullable {
-					assert.Equal(t, []any{want[0], "null"}, p["type"], f.Name)
-				} else {
-					assert.Equal(t, want[0], p["type"], f.Name)
-				}
-				if want[1] != "" {
-					assert.Equal(t, want[1], p["format"], f.Name)
-				} else {
-					assert.NotContains(t, p, "format", f.Name)
-				}
-				if f.Type == query.Enum {
-					values := []any{}
-					for _, v := range f.Values {
-						values = append(values, v)
-					}
-					if f.Nullable {
-						values = append(values, nil)
-					}
-					assert.Equal(t, values, p["enum"], f.Name)
-				}
-				if f.Min != nil {
-					assert.Equal(t, *f.Min, p["minimum"], f.Name)
-				}
-				if f.Max != nil {
-					assert.Equal(t, *f.Max, p["maximum"], f.Name)
-				}
-				assert.Equal(t, !f.Create && !f.Update, p["readOnly"] == true, "%s readOnly", f.Name)
-			}
-			names = append(names, resource.OrganizationColumn)
-			if r.ScopeType != tenancy.Organization {
-				names = append(names, resource.BranchColumn)
-			}
-			assert.Len(t, props, len(names))
-			assert.ElementsMatch(t, names, s["required"], "every column is always present")
-			org := oaObj(t, props, resource.OrganizationColumn)
-			assert.Equal(t, "uuid", org["format"])
-			assert.Equal(t, true, org["readOnly"])
-			if r.ScopeType != tenancy.Organization {
-				branch := oaObj(t, props, resource.BranchColumn)
-				assert.Equal(t, true, branch["readOnly"])
-				if r.ScopeType == tenancy.BranchOrNull {
-					assert.Equal(t, []any{"string", "null"}, branch["type"])
-				} else {
-					assert.Equal(t, "string", branch["type"])
-				}
-			}
-		})
-	}
-}
-
-func TestOpenAPIWriteSchemas(t *testing.T) {
-	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
-	body := func(path, method string) map[string]any {
-		op := oaObj(t, doc, "paths", path, method)
-		return oaResolve(t, doc, oaAt(t, op, "requestBody", "content", "application/json", "schema", "$ref").(string))
-	}
-	oaKeys := func(m map[string]any) []string {
-		var ks []string
-		for k := range m {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		return ks
-	}
-	readOnly := func(s map[string]any) []string {
-		var ks []string
-		for k, p := range oaObj(t, s, "properties") {
-			if p.(map[string]any)["readOnly"] == true {
-				ks = append(ks, k)
-			}
-		}
-		sort.Strings(ks)
-		return ks
-	}
-
-	t.Run("quotations", func(t *testing.T) {
-		writable := []string{"account_id", "quotation_date", "status", "total_packages", "total_weight_kg", "valid_until"}
-		create := body("/v1/{scopeId}/quotations", "post")
-		assert.Equal(t, writable, oaKeys(oaObj(t, create, "properties")))
-		assert.ElementsMatch(t, []any{"account_id", "quotation_date", "valid_until"}, create["required"])
-		assert.Equal(t, false, create["additionalProperties"])
-		update := body("/v1/{scopeId}/quotations/{id}", "patch")
-		assert.Equal(t, writable, oaKeys(oaObj(t, update, "properties")))
-		assert.NotContains(t, update, "required")
-		assert.Equal(t, false, update["additionalProperties"])
-		assert.Equal(t, []any{"integer", "null"}, oaAt(t, create, "properties", "total_packages", "type"))
-		assert.Equal(t, 0.0, oaAt(t, create, "properties", "total_packages", "minimum"))
-		assert.Equal(t, "date", oaAt(t, create, "properties", "valid_until", "format"))
-		assert.Contains(t, oaAt(t, create, "properties", "account_id", "description"), "accounts of the record's branch")
-
-		record := oaRecord(t, doc, "quotations")
-		assert.Equal(t, []string{"branch_id", "created_at", "id", "organization_id", "quotation_number", "updated_at"}, readOnly(record))
-		assert.Equal(t, []any{"id", "quotation_number", "account_id", "quotation_date", "valid_until", "status",
-			"total_weight_kg", "total_packages", "created_at", "updated_at", "organization_id", "branch_id"}, record["required"])
-	})
-
-	t.Run("accounts", func(t *testing.T) {
-		writable := []string{"account_type", "comment", "company_name", "email", "status"}
-		create := body("/v1/{scopeId}/accounts", "post")
-		assert.Equal(t, writable, oaKeys(oaObj(t, create, "properties")))
-		assert.ElementsMatch(t, []any{"company_name", "account_type"}, create["required"])
-		assert.Equal(t, 200.0, oaAt(t, create, "properties", "company_name", "maxLength"))
-		assert.Equal(t, 1000.0, oaAt(t, create, "properties", "email", "maxLength"), "String fields default to 1000 characters")
-		assert.Equal(t, []any{"string", "null"}, oaAt(t, create, "properties", "comment", "type"))
-		assert.Equal(t, "string", oaAt(t, create, "properties", "company_name", "type"))
-		assert.Equal(t, []any{"active", "inactive", "blocked"}, oaAt(t, create, "properties", "status", "enum"))
-		update := body("/v1/{scopeId}/accounts/{id}", "patch")
-		assert.Equal(t, writable, oaKeys(oaObj(t, update, "properties")))
-		assert.NotContains(t, update, "required")
-
-		record := oaRecord(t, doc, "accounts")
-		assert.Equal(t, []string{"branch_id", "created_at", "id", "organization_id", "updated_at"}, readOnly(record))
-		assert.Equal(t, []any{"string", "null"}, oaAt(t, record, "properties", "email", "type"))
-	})
-
-	t.Run("read-only resources have no write schemas", func(t *testing.T) {
-		schemas := oaObj(t, doc, "components", "schemas")
-		assert.Contains(t, schemas, "Branch")
-		assert.NotContains(t, schemas, "BranchCreate")
-		assert.NotContains(t, schemas, "BranchUpdate")
-		assert.Contains(t, oaAt(t, doc, "paths", "/v1/{scopeId}/branches", "get", "description"), "405 `method_not_allowed`")
-	})
-}
-
 func TestOpenAPIOperations(t *testing.T) {
 	_, doc := openAPIDoc(t, withOAuth(t, resource.OpenAPIInfo{}))
 	resources := map[string]*resource.Resource{}
@@ -448,13 +319,16 @@ func TestOpenAPIOperations(t *testing.T) {
 			assert.Contains(t, scopes, scope)
 			assert.Contains(t, op["description"], scope, where)
 			assert.Contains(t, op["description"], "`{scopeId}` is", where)
-			for _, code := range []string{"401", "403", "404", "429", "500"} {
+			for _, code := range []string{"401", "403", "404", "429", "500", "503"} {
 				resp := oaResponse(t, doc, responses, code)
 				assert.Equal(t, "#/components/schemas/Error", oaAt(t, resp, "content", "application/json", "schema", "$ref"), "%s %s", where, code)
 			}
 			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "401"), "headers"), "WWW-Authenticate")
 			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "403"), "headers"), "WWW-Authenticate")
 			assert.Subset(t, oaKeys(oaObj(t, oaResponse(t, doc, responses, "429"), "headers")), []string{"Retry-After", "RateLimit-Policy", "RateLimit"})
+			assert.Equal(t, "#/components/responses/Unavailable", oaAt(t, responses, "503", "$ref"), where)
+			assert.Contains(t, oaObj(t, oaResponse(t, doc, responses, "503"), "headers"), "Retry-After", where)
+			assert.Contains(t, oaResponse(t, doc, responses, "503")["description"], "`temporarily_unavailable`", where)
 			switch m {
 			case "post":
 				assert.Contains(t, oaObj(t, responses, "201", "headers"), "Location", where)
@@ -504,7 +378,7 @@ func TestOpenAPIListParameters(t *testing.T) {
 	assert.Equal(t, []any{"count=exact", "count=estimated", "count=none"}, oaAt(t, params["Prefer"], "schema", "enum"))
 	assert.Equal(t, false, params["fields"]["explode"])
 	assert.Contains(t, oaAt(t, params["fields"], "schema", "items", "enum"), "valid_until")
-	assert.Equal(t, map[string]any{"type": "integer", "minimum": 1.0, "maximum": float64(query.MaxLimit), "default": 50.0}, params["limit"]["schema"])
+	assert.Equal(t, map[string]any{"type": "integer", "format": "int32", "minimum": 1.0, "maximum": float64(query.MaxLimit), "default": 50.0}, params["limit"]["schema"])
 	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "default"))
 	assert.Equal(t, 0.0, oaAt(t, params["offset"], "schema", "minimum"))
 	for _, name := range []string{"sort", "filter"} {
@@ -540,7 +414,7 @@ func TestOpenAPIListParameters(t *testing.T) {
 		var doc map[string]any
 		require.NoError(t, json.Unmarshal(raw, &doc))
 		limit := oaAt(t, doc, "paths", "/v1/{scopeId}/parcels", "get", "parameters").([]any)[0].(map[string]any)
-		assert.Equal(t, map[string]any{"type": "integer", "minimum": 1.0, "maximum": 20.0, "default": 20.0}, limit["schema"])
+		assert.Equal(t, map[string]any{"type": "integer", "format": "int32", "minimum": 1.0, "maximum": 20.0, "default": 20.0}, limit["schema"])
 	})
 }
 

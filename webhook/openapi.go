@@ -54,6 +54,7 @@ func (a *API) OpenAPI() *openapi.Document {
 		"Unauthorized":           oaUnauthorized(),
 		"RateLimited":            openapi.RateLimitedResponse(),
 		"ServerError":            openapi.ServerErrorResponse(),
+		"Unavailable":            openapi.UnavailableResponse(),
 		"WebhookPayloadTooLarge": openapi.PayloadTooLargeResponse(MaxBodyBytes),
 		"IdempotencyInProgress":  openapi.IdempotencyInProgressResponse(),
 		"IdempotencyKeyReused":   openapi.IdempotencyKeyReusedResponse(),
@@ -188,9 +189,9 @@ func oaSchemas() map[string]*openapi.Schema {
 
 	attemptSchema := openapi.Object([]string{"at", "status_code", "error", "duration_ms"},
 		openapi.Prop("at", timestamp("When the attempt started.")),
-		openapi.Prop("status_code", &openapi.Schema{Type: []string{"integer", "null"}, Description: "The HTTP status the endpoint answered; null when no answer came (a timeout, a refused connection)."}),
+		openapi.Prop("status_code", &openapi.Schema{Type: []string{"integer", "null"}, Format: "int32", Description: "The HTTP status the endpoint answered; null when no answer came (a timeout, a refused connection)."}),
 		openapi.Prop("error", &openapi.Schema{Type: []string{"string", "null"}, Description: "What went wrong; null when the attempt succeeded."}),
-		openapi.Prop("duration_ms", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "How long the attempt took, in milliseconds."}))
+		openapi.Prop("duration_ms", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "How long the attempt took, in milliseconds."}))
 	attemptSchema.Description = "One attempt of a delivery."
 	deliverySchema := openapi.Object([]string{"id", "event_id", "event_type", "status", "attempts", "next_attempt_at", "created_at"},
 		openapi.Prop("id", uuid("The delivery's id.")),
@@ -211,16 +212,16 @@ func oaSchemas() map[string]*openapi.Schema {
 	endpointList := openapi.Object([]string{"data", "pagination", "version"},
 		openapi.Prop("data", &openapi.Schema{Type: "array", Items: openapi.SchemaRef("WebhookEndpoint")}),
 		openapi.Prop("pagination", openapi.Object([]string{"limit", "offset", "total", "next_cursor"},
-			openapi.Prop("limit", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
-			openapi.Prop("offset", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "The number of endpoints skipped."}),
-			openapi.Prop("total", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Description: "The number of endpoints of the organization."}),
+			openapi.Prop("limit", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
+			openapi.Prop("offset", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of endpoints skipped."}),
+			openapi.Prop("total", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Description: "The number of endpoints of the organization."}),
 			openapi.Prop("next_cursor", &openapi.Schema{Type: "null", Description: "Always null: an organization has few endpoints, paged by `offset`."}))),
 		oaVersion())
 	endpointList.Description = "The endpoints of the organization, oldest first."
 	deliveryList := openapi.Object([]string{"data", "pagination", "version"},
 		openapi.Prop("data", &openapi.Schema{Type: "array", Items: openapi.SchemaRef("WebhookDelivery")}),
 		openapi.Prop("pagination", openapi.Object([]string{"limit", "next_cursor"},
-			openapi.Prop("limit", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
+			openapi.Prop("limit", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "The page size used."}),
 			openapi.Prop("next_cursor", &openapi.Schema{Type: []string{"string", "null"}, Description: "The cursor of the next page, to send as `after` with the same `status`; null on the last page."}))),
 		oaVersion())
 	deliveryList.Description = "A page of the deliveries of an endpoint, newest first."
@@ -335,6 +336,7 @@ func oaCommon(responses map[string]*openapi.Response) map[string]*openapi.Respon
 	responses["401"] = openapi.ResponseRef("Unauthorized")
 	responses["429"] = openapi.ResponseRef("RateLimited")
 	responses["500"] = openapi.ResponseRef("ServerError")
+	responses["503"] = openapi.ResponseRef("Unavailable")
 	return responses
 }
 
@@ -370,8 +372,8 @@ func (a *API) oaList() *openapi.Operation {
 		Description: "Lists the webhook endpoints of the organization, oldest first, without their secrets. An organization has at most " +
 			strconv.Itoa(a.maxEndpoints()) + ", so one page holds them all.\n\n" + oaNeedsScope(ScopeRead),
 		Parameters: []*openapi.Parameter{
-			oaQuery("limit", "The page size.", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(maxEndpointLimit)), Default: maxEndpointLimit}),
-			oaQuery("offset", "The number of endpoints to skip.", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(0.0), Default: 0}),
+			oaQuery("limit", "The page size.", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(maxEndpointLimit)), Default: maxEndpointLimit}),
+			oaQuery("offset", "The number of endpoints to skip.", &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0), Default: 0}),
 		},
 		Responses: oaCommon(map[string]*openapi.Response{
 			"200": oaSuccess("The endpoints.", "WebhookEndpointListEnvelope", nil),
@@ -474,7 +476,7 @@ func oaListDeliveries() *openapi.Operation {
 		Tags: []string{oaTag}, Summary: "List the deliveries of a webhook endpoint", OperationID: "listWebhookDeliveries",
 		Description: "Lists the deliveries of the endpoint, newest first, each with every attempt made. Follow `pagination.next_cursor` (or the `Link` header) with `after` for the next page.\n\n" + oaNeedsScope(ScopeRead),
 		Parameters: []*openapi.Parameter{
-			oaQuery("limit", "The page size.", &openapi.Schema{Type: "integer", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(maxDeliveryLimit)), Default: defaultDeliveryLimit}),
+			oaQuery("limit", "The page size.", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(maxDeliveryLimit)), Default: defaultDeliveryLimit}),
 			oaQuery("after", "The `next_cursor` of the page before; the page starts after it. It holds the `status` filter of its list, which must be given again.", &openapi.Schema{Type: "string"}),
 			oaQuery("status", "Only the deliveries of this status.", &openapi.Schema{Type: "string", Enum: []any{deliveryPending, deliveryDelivered, deliveryFailed}}),
 		},
