@@ -152,6 +152,11 @@ func BenchmarkSync(b *testing.B) {
 		measure(b, false, benchCall(b, h, token, http.MethodPost, create, http.StatusCreated, body,
 			func() map[string]string { return key }))
 	})
+	b.Run("post/replay+ratelimit", func(b *testing.B) {
+		key := map[string]string{"Idempotency-Key": newID()}
+		measure(b, false, benchCall(b, limited, token, http.MethodPost, create, http.StatusCreated, body,
+			func() map[string]string { return key }))
+	})
 }
 
 // benchCursorAt returns the cursor of the page of list that starts after
