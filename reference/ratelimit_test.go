@@ -609,16 +609,17 @@ func TestQuotaFlag(t *testing.T) {
 
 	cfg, err = parseServeFlags(nil, env(nil), io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, limitsConfig{REST: 1000, RESTApp: -1, Edge: 100, Token: 30}, cfg.Limits, "the defaults of SPEC section 6")
+	assert.Equal(t, limitsConfig{REST: 1000, Edge: 100, Token: 30}, cfg.Limits, "the defaults of SPEC section 6")
 
-	// --rate-rest-app defaults to half of --rate-rest, 0 disabling it.
+	// --rate-rest-app is unset by default: apps have no quota of their
+	// own, whatever --rate-rest is.
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string
 		want int
 	}{
-		{nil, nil, 500},
-		{[]string{"--rate-rest", "300"}, nil, 150},
+		{nil, nil, 0},
+		{[]string{"--rate-rest", "300"}, nil, 0},
 		{[]string{"--rate-rest", "0"}, nil, 0},
 		{[]string{"--rate-rest-app", "42"}, nil, 42},
 		{[]string{"--rate-rest-app", "0"}, nil, 0},
@@ -750,6 +751,47 @@ func testAppQuotas(t *testing.T, db string) {
 		require.Equal(t, http.StatusOK, res.status, res.body)
 		assert.Equal(t, `"rest";q=10;w=60, "rest-app";q=3;w=60`, res.header.Get("RateLimit-Policy"))
 	})
+
+	// Without --rate-rest-app, apps have no quota of their own, but an
+	// override still gives one app its quota.
+	t.Run("served without --rate-rest-app", func(t *testing.T) {
+		base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db,
+			"--rate-rest", "10", "--rate-token", "0"}, env(nil))
+		defer func() { require.NoError(t, stop()) }()
+		token, token2 := rlToken(t, base, a), rlToken(t, base, a2)
+
+		res := rlVehicles(t, base, a.org, token)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.Equal(t, `"rest";q=10;w=60, "rest-app";q=1;w=60`, res.header.Get("RateLimit-Policy"))
+		assertState(t, res, "rest-app", 0, 60)
+		res = rlVehicles(t, base, a.org, token)
+		require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
+		assert.Equal(t, "rate_limited", res.body["error"])
+		// a2 has no override: its organization's limit alone, of which a
+		// spent one request.
+		res = rlVehicles(t, base, a.org, token2)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.Equal(t, `"rest";q=10;w=60`, res.header.Get("RateLimit-Policy"))
+		assertState(t, res, "rest", 8, 12)
+	})
+}
+
+// With the default flags, an organization whose one integration is one
+// app has the organization's whole quota, 1000 a minute: no per-app limit
+// halves it.
+func TestRateLimitsDefaultOneApp(t *testing.T) {
+	t.Parallel()
+	db := "sqlite://" + testdb.SQLitePath(t)
+	a := newRLTenant(t, db, "Acme")
+	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db}, env(nil))
+	defer func() { require.NoError(t, stop()) }()
+	token := rlToken(t, base, a)
+	for i := range 3 {
+		res := rlVehicles(t, base, a.org, token)
+		require.Equal(t, http.StatusOK, res.status, res.body)
+		assert.Equal(t, `"rest";q=1000;w=60`, res.header.Get("RateLimit-Policy"))
+		assertState(t, res, "rest", 999-i, 1)
+	}
 }
 
 func TestAppQuotasCache(t *testing.T) {
