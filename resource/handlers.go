@@ -141,7 +141,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	buf = append(buf, `,"next_cursor":`...)
 	if next != "" {
 		buf = appendJSON(buf, next)
-		w.Header().Set("Link", "<"+nextLink(r, next)+`>; rel="next"`)
+		w.Header().Set("Link", "<"+h.nextLink(r, next, only)+`>; rel="next"`)
 	} else {
 		buf = append(buf, "null"...)
 	}
@@ -760,10 +760,15 @@ func (h *handlers) sortValues(vals []any, q *query.Query) []any {
 }
 
 // nextLink returns the URL of the page after r's, whose cursor is next: r's
-// path and query, without offset and with after=next.
-func nextLink(r *http.Request, next string) string {
+// path and query, without offset, with after=next and, when r selects
+// fields (only is not nil), those fields as selectedFields names them
+// rather than as r sent them.
+func (h *handlers) nextLink(r *http.Request, next string, only []bool) string {
 	values := r.URL.Query()
 	values.Del("offset")
 	values.Set("after", next)
+	if only != nil {
+		values.Set(fieldsParam, h.selectedFields(only))
+	}
 	return r.URL.Path + "?" + values.Encode()
 }

@@ -52,7 +52,8 @@
 //     list, after=<cursor> for the next page in index order, authenticated
 //     with Registry.CursorKey;
 //   - Prefer: count=exact|estimated|none on lists (see ExactCountBelow);
-//   - fields=a,b on GET, to return only those fields.
+//   - fields=a,b on GET, to return only those fields: at most as many
+//     names as the resource has fields, counted as given, else 400.
 package resource
 
 import (
