@@ -122,6 +122,13 @@ func OwnerOf(t tenancy.Tenant) Owner {
 	return o
 }
 
+// lookupSQL reads the answer of a key of one owner that has not expired,
+// with the arguments of Owner.args and the time; both dialects take $n
+// placeholders. It is a constant, so that every keyed write and every
+// replay costs its read and no building of it.
+const lookupSQL = "SELECT fingerprint, status, headers, body FROM " + Table +
+	" WHERE organization_id = $1 AND client_id = $2 AND user_id = $3 AND idempotency_key = $4 AND expires_at > $5"
+
 // ownerAnd picks the row of a key of one owner and a condition on its
 // expiry; see Owner.args.
 const ownerAnd = "organization_id = ? AND client_id = ? AND user_id = ? AND idempotency_key = ? AND "
@@ -183,15 +190,10 @@ func (s Store) TTLOrDefault() time.Duration {
 // Lookup returns the answer stored for key of the owner, or nil when there
 // is none or it has expired.
 func (s Store) Lookup(ctx context.Context, q Querier, owner Owner, key string) (*Answer, error) {
-	d := s.Dialect
-	text, args, err := d.SQL(sq.Select("fingerprint", "status", "headers", "body").From(Table).
-		Where(ownerAnd+"expires_at > ?", owner.args(key, d.Timestamp(s.now()))...))
-	if err != nil {
-		return nil, err
-	}
 	var a Answer
 	var headers, body string
-	err = q.QueryRowContext(ctx, text, args...).Scan(&a.Fingerprint, &a.Status, &headers, &body)
+	err := q.QueryRowContext(ctx, lookupSQL, owner.args(key, s.Dialect.Timestamp(s.now()))...).
+		Scan(&a.Fingerprint, &a.Status, &headers, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
