@@ -341,5 +341,10 @@ func TestFeedTypesBound(t *testing.T) {
 				assert.Contains(t, r.body["error_description"], "at most 50 are allowed")
 			})
 		}
+		// One long unknown type: quoted in part only.
+		r := e.must(t, "GET", "/v1/"+orgA+"/events?types="+strings.Repeat("x", 100_000), tok, "")
+		assert.Equal(t, http.StatusBadRequest, r.status)
+		assert.Equal(t, "invalid_request", r.code())
+		assert.Less(t, len(r.raw), 1000)
 	})
 }
