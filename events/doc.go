@@ -45,7 +45,8 @@
 // # The feed
 //
 // Feed serves GET {prefix}/{scopeId}/events?after=&types=&limit=; see Feed
-// for who sees what. Purge removes the events older than the retention (a
+// for who sees what. types lists at most MaxTypes event types (400
+// invalid_request beyond), each kept once. Purge removes the events older than the retention (a
 // server runs it periodically); a cursor from before them is answered 410
 // cursor_expired.
 package events

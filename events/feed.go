@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	sq "github.com/Masterminds/squirrel"
 
@@ -23,6 +24,11 @@ const (
 	DefaultLimit = 100
 	MaxLimit     = 1000
 )
+
+// MaxTypes is how many event types the types parameter of the feed may
+// list, counted as given: duplicates count, then are dropped. A webhook
+// endpoint's event_types has the same bound.
+const MaxTypes = 50
 
 // ReadScope is the scope the feed asks besides the read scope of each
 // event's resource.
@@ -56,7 +62,9 @@ const scanWindow = 10000
 // one the feed never gave 400 invalid_request.
 //
 // types takes comma-separated event types, a record's types with a
-// trailing "*" ("quotation.*"), or "*"; an unknown one is 400.
+// trailing "*" ("quotation.*"), or "*": at most MaxTypes of them, a type
+// given twice counting twice and kept once. An unknown one, or more than
+// MaxTypes, is 400 invalid_request.
 type Feed struct {
 	// DB and Dialect are the database of the events.
 	DB      *sql.DB
@@ -159,7 +167,13 @@ func (f *Feed) parse(raw string) (*feedQuery, error) {
 	return q, nil
 }
 
+// parseTypes reads the types parameter v into q: at most MaxTypes
+// patterns, counted before a single one is split off, so that a long list
+// costs nothing; each kept once.
 func (f *Feed) parseTypes(q *feedQuery, v string) error {
+	if n := strings.Count(v, ",") + 1; n > MaxTypes {
+		return apierrors.InvalidRequest("types lists %d event types; at most %d are allowed", n, MaxTypes)
+	}
 	names := make([]string, len(f.Resources))
 	for i, r := range f.Resources {
 		names[i] = r.Name
@@ -169,18 +183,32 @@ func (f *Feed) parseTypes(q *feedQuery, v string) error {
 		s = strings.TrimSpace(s)
 		p, ok := ParsePattern(s, names)
 		if !ok {
-			return apierrors.InvalidRequest("types: %q is not an event type (such as %s, or %s.* for all of its types)", s, Type(names[0], Created), TypeName(names[0]))
+			return apierrors.InvalidRequest("types: %q is not an event type (such as %s, or %s.* for all of its types)", truncate(s, 64), Type(names[0], Created), TypeName(names[0]))
 		}
 		switch prefix, wildcard := strings.CutSuffix(string(p), "*"); {
 		case p == "*":
 			q.all = true
 		case wildcard:
-			q.prefixes = append(q.prefixes, strings.TrimSuffix(prefix, "."))
-		default:
+			if prefix = strings.TrimSuffix(prefix, "."); !slices.Contains(q.prefixes, prefix) {
+				q.prefixes = append(q.prefixes, prefix)
+			}
+		case !slices.Contains(q.types, string(p)):
 			q.types = append(q.types, string(p))
 		}
 	}
 	return nil
+}
+
+// truncate returns s cut to at most n bytes, on a character boundary,
+// with "…" when it was cut: what an error may quote of a parameter.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // visible returns the condition on events that keeps those of q's types

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -297,4 +298,53 @@ func TestSequenceBounded(t *testing.T) {
 	for i, id := range ids {
 		require.Equal(t, strconv.Itoa(i+1), id, "in the order they were inserted")
 	}
+}
+
+// TestFeedTypesBound: types lists at most events.MaxTypes event types,
+// counted as given; a type given twice is kept once. More is a 400 in the
+// error shape, however many: the database never sees them.
+func TestFeedTypesBound(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		tok := e.codeToken(t, orgA, "u", allScopes...)
+		require.Equal(t, http.StatusCreated, e.must(t, "POST", "/v1/"+a1+"/accounts", tok, `{"name": "one"}`).status)
+		require.Equal(t, http.StatusCreated, e.must(t, "POST", "/v1/"+orgA+"/vehicles", tok, `{"name": "two"}`).status)
+		list := func(n int, types ...string) string {
+			out := make([]string, n)
+			for i := range out {
+				out[i] = types[i%len(types)]
+			}
+			return strings.Join(out, ",")
+		}
+		typesOf := func(params string) []string {
+			evs, _ := e.follow(t, orgA, tok, "", params)
+			out := []string{}
+			for _, ev := range evs {
+				out = append(out, ev["type"].(string))
+			}
+			return out
+		}
+
+		assert.Equal(t, []string{"account.created"}, typesOf("&types=account.created,account.created"), "a duplicate is kept once")
+		assert.Equal(t, []string{"account.created", "vehicle.created"},
+			typesOf("&types="+list(events.MaxTypes, "account.created", "vehicle.*", "zone.deleted", "account.*")), "at most MaxTypes, duplicates counted")
+
+		for _, tc := range []struct{ name, types string }{
+			{"51 types", list(events.MaxTypes+1, "account.created", "account.updated", "account.deleted", "quotation.*", "vehicle.created", "zone.*")},
+			{"51 times one type", list(events.MaxTypes+1, "account.created")},
+			{"70,000 types", list(70_000, "zone.created", "zone.updated", "zone.deleted")},
+			{"70,000 times *", list(70_000, "*")},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := e.must(t, "GET", "/v1/"+orgA+"/events?types="+tc.types, tok, "")
+				assert.Equal(t, http.StatusBadRequest, r.status, r.raw)
+				assert.Equal(t, "invalid_request", r.code())
+				assert.Contains(t, r.body["error_description"], "at most 50 are allowed")
+			})
+		}
+		// One long unknown type: quoted in part only.
+		r := e.must(t, "GET", "/v1/"+orgA+"/events?types="+strings.Repeat("x", 100_000), tok, "")
+		assert.Equal(t, http.StatusBadRequest, r.status)
+		assert.Equal(t, "invalid_request", r.code())
+		assert.Less(t, len(r.raw), 1000)
+	})
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"slices"
+	"strconv"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/openapi"
@@ -49,7 +50,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 		Parameters: []*openapi.Parameter{
 			{Name: "scopeId", In: "path", Required: true, Description: "The organization or one of its branches.", Schema: &openapi.Schema{Type: "string", Format: "uuid"}},
 			{Name: "after", In: "query", Description: "The `next_cursor` of the previous page.", Schema: &openapi.Schema{Type: "string"}},
-			{Name: "types", In: "query", Description: "Comma-separated event types to keep: whole types (`quotation.created`), a record's types (`quotation.*`) or `*`.", Schema: &openapi.Schema{Type: "string"}, Example: "quotation.*,shipment.status_changed"},
+			{Name: "types", In: "query", Description: "Comma-separated event types to keep: whole types (`quotation.created`), a record's types (`quotation.*`) or `*`; at most " + strconv.Itoa(MaxTypes) + " of them, counted as given (a type given twice counts twice and is kept once), else 400 `invalid_request`.", Schema: &openapi.Schema{Type: "string"}, Example: "quotation.*,shipment.status_changed"},
 			{Name: "limit", In: "query", Description: "The most events on the page.", Schema: &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(MaxLimit)), Default: DefaultLimit}},
 		},
 		Responses: map[string]*openapi.Response{

@@ -39,8 +39,8 @@ func IdempotencyKeyParameter(maxLen int, kept time.Duration) *Parameter {
 	return &Parameter{
 		Name: "Idempotency-Key", In: "header",
 		Description: "Makes a retry safe (draft-ietf-httpapi-idempotency-key-header): 1 to " + strconv.Itoa(maxLen) + " visible ASCII characters, bare or quoted, a new one (a UUID, say) for each new write. " +
-			"The answer of a successful write is kept " + words(kept) + " for the token's client in the token's organization: the same request with the same key gets it again, with `Idempotent-Replayed: true`, without writing again and without counting against the rate limit; " +
-			"another request with the key gets 422 `idempotency_key_reused`; a request that waits for the first one with its key past its deadline gets 409 `idempotency_in_progress`. A refused write keeps nothing.",
+			"The answer of a successful write is kept " + words(kept) + " for the token's client in the token's organization and, for a token that acts for a user, that user (another user's key of the same name is another key): the same request with the same key gets it again, with `Idempotent-Replayed: true`, without writing again; " +
+			"another request with the key gets 422 `idempotency_key_reused`; a request that waits for the first one with its key past its deadline gets 409 `idempotency_in_progress`. A refused write keeps nothing. Every request counts against the rate limit, a replay too, and over the limit a replay is 429 like any request.",
 		Schema: &Schema{Type: "string", MinLength: Ptr(1), MaxLength: Ptr(maxLen)},
 	}
 }

@@ -51,7 +51,7 @@ type quotaSnapshot struct {
 func newAppQuotas(ctx context.Context, db *sql.DB, logger *slog.Logger) *appQuotas {
 	q := &appQuotas{db: db, logger: logger}
 	if err := q.load(ctx); err != nil {
-		logger.Warn("rate limits: the per-app quotas could not be read; every app has --rate-rest-app until they are", "error", err.Error())
+		logger.Warn("rate limits: the per-app quotas could not be read; every app has --rate-rest-app (by default no quota of its own) until they are", "error", err.Error())
 		q.snap.Store(&quotaSnapshot{at: q.clock()})
 	}
 	return q
@@ -129,8 +129,8 @@ type appSetQuota struct {
 func (c *appSetQuota) flags(fs *flag.FlagSet) {
 	c.perMin = -1
 	fs.StringVar(&c.clientID, "client-id", "", "`id` of the app (required)")
-	fs.Var(quotaFlag{&c.perMin}, "rest-per-minute", "`N` requests per minute of the app to the REST API within its organization, instead of --rate-rest-app; 0 exempts it from that limit (its organization's still holds)")
-	fs.BoolVar(&c.def, "default", false, "remove the app's override: it has --rate-rest-app again")
+	fs.Var(quotaFlag{&c.perMin}, "rest-per-minute", "`N` requests per minute of the app to the REST API within its organization, instead of --rate-rest-app (also when that is unset); 0 exempts it from that limit (its organization's still holds)")
+	fs.BoolVar(&c.def, "default", false, "remove the app's override: it has --rate-rest-app again (by default, no quota of its own)")
 }
 
 // check requires --client-id and one of --rest-per-minute and --default.

@@ -332,7 +332,7 @@ func TestRunHelp(t *testing.T) {
 }
 
 func TestParseServeFlags(t *testing.T) {
-	defaultLimits := limitsConfig{REST: defaultRateREST, RESTApp: -1, Edge: defaultRateEdge, Token: defaultRateToken}
+	defaultLimits := limitsConfig{REST: defaultRateREST, Edge: defaultRateEdge, Token: defaultRateToken}
 	t.Parallel()
 	tests := []struct {
 		name    string

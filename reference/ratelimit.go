@@ -42,10 +42,6 @@ const (
 	defaultRateREST  = 1000
 	defaultRateEdge  = 100
 	defaultRateToken = 30
-	// defaultRESTAppShare divides the organization's quota into the
-	// default quota of each app within it: half, so that one app never
-	// spends more than half of what its organization may.
-	defaultRESTAppShare = 2
 
 	// rateWindow is the window of every limit: the quotas are per minute.
 	rateWindow = time.Minute
@@ -96,8 +92,10 @@ type limitsConfig struct {
 	REST, Edge, Token int
 	// RESTApp is the quota per minute of the limit "rest-app": the
 	// requests of each app to the REST API within its organization,
-	// checked beside "rest". 0 disables it; negative, the flags' default,
-	// means the organization's quota divided by defaultRESTAppShare.
+	// checked beside "rest". 0, the flags' default, gives apps no quota of
+	// their own, so that an organization whose one integration is one app
+	// has its organization's whole quota; an app with an override (waybill
+	// admin app set-quota) has that quota whatever RESTApp is.
 	RESTApp int
 	// RedisURL, when set, keeps the limits in that Redis, shared by every
 	// replica that uses it; empty means one in-process limiter.
@@ -110,9 +108,9 @@ type limitsConfig struct {
 
 // limitsFlags sets c to the defaults and registers its flags on fs.
 func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
-	c.REST, c.Edge, c.Token, c.RESTApp = defaultRateREST, defaultRateEdge, defaultRateToken, -1
+	c.REST, c.Edge, c.Token, c.RESTApp = defaultRateREST, defaultRateEdge, defaultRateToken, 0
 	fs.Var(quotaFlag{&c.REST}, "rate-rest", "`N` requests per minute of each organization to the REST API (/v1, /api/v1); 0 disables the limit")
-	fs.Var(quotaFlag{&c.RESTApp}, "rate-rest-app", "`N` requests per minute of each app to the REST API within its organization, beside the organization's limit; waybill admin app set-quota overrides it for one app; 0 disables the limit (default: half of --rate-rest)")
+	fs.Var(quotaFlag{&c.RESTApp}, "rate-rest-app", "`N` requests per minute of each app to the REST API within its organization, beside the organization's limit; 0 gives apps no limit of their own (waybill admin app set-quota still gives one app its own)")
 	fs.Var(quotaFlag{&c.Edge}, "rate-edge", "`N` requests per minute of each authenticated app (else of each remote address) to the edge functions (/functions/v1/*); 0 disables the limit")
 	fs.Var(quotaFlag{&c.Token}, "rate-token", "`N` requests per minute of each authenticated client to the token endpoints, of each remote address to them without a client that authenticates, of each remote address and each email to the password sign-ins, and of each signed-in user to the consent form (an IPv6 address counts as its /64); 0 disables the limit")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` (redis://... or rediss://...) that keeps the rate limits, shared by every replica using it (default: in process)")
@@ -123,8 +121,8 @@ func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
 // to redislimit.MaxQuota, stored in *dst.
 type quotaFlag struct{ dst *int }
 
-// String returns the quota; "" for an unset one that defaults to another's
-// share.
+// String returns the quota; "" for one not given (negative), as
+// set-quota's --rest-per-minute is until it is.
 func (q quotaFlag) String() string {
 	if q.dst == nil || *q.dst < 0 {
 		return ""
@@ -155,7 +153,10 @@ func limit(name string, quota int) ratelimit.Limit {
 //     as the organization of a request without a valid token is not known.
 //   - rest-app: beside rest, the requests of each app (the token's OAuth
 //     client) to the REST API within its organization, so that one app
-//     cannot spend its organization's whole quota. Both are decided in one
+//     cannot spend its organization's whole quota. It counts only the apps
+//     that have a quota: every app with --rate-rest-app, one app with its
+//     override (waybill admin app set-quota), which holds also without
+//     --rate-rest-app; by default no app has one. Both are decided in one
 //     step of the limiter (one round trip to Redis): a request passes when
 //     both have room and is counted under both; refused by either, it is
 //     counted under neither. A product user's token, of no app, counts
@@ -202,9 +203,6 @@ type rateLimits struct {
 // Redis does not answer: the limits fail open until it does. Close releases
 // the Redis client.
 func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog.Logger) (*rateLimits, error) {
-	if c.RESTApp < 0 {
-		c.RESTApp = c.REST / defaultRESTAppShare
-	}
 	l := &rateLimits{
 		rest:    limit(limitREST, c.REST),
 		restApp: limit(limitRESTApp, c.RESTApp),

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -542,61 +541,6 @@ func TestRateLimitsWrapRoutes(t *testing.T) {
 	}
 }
 
-// The REST limit of each app within its organization, beside the
-// organization's, in process and in Redis.
-func TestRateLimitsPerApp(t *testing.T) {
-	t.Parallel()
-	for _, backend := range []string{"memory", "redis"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			db := "sqlite://" + testdb.SQLitePath(t)
-			a := newRLTenant(t, db, "Acme")
-			// A second app of the same organization.
-			app := adminJSON(t, "admin", "app", "create", "--org", a.org, "--name", "Acme Two", "--scopes", "svc:vehicles:read", "--database-url", db)
-			a2 := rlTenant{org: a.org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)}
-			args := []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db, "--rate-rest", "5", "--rate-rest-app", "3", "--rate-token", "0"}
-			if backend == "redis" {
-				url, prefix := testdb.Redis(t)
-				args = append(args, "--redis-url", url, "--redis-prefix", prefix)
-			}
-			base, _, stop := startRun(t, args, env(nil))
-			defer func() { require.NoError(t, stop()) }()
-			token, token2 := rlToken(t, base, a), rlToken(t, base, a2)
-
-			const both = `"rest";q=5;w=60, "rest-app";q=3;w=60`
-			for i := range 3 {
-				res := rlVehicles(t, base, a.org, token)
-				require.Equal(t, http.StatusOK, res.status, "request %d: %v", i+1, res.body)
-				assert.Equal(t, both, res.header.Get("RateLimit-Policy"))
-				assertState(t, res, "rest-app", 2-i, 20*(i+1))
-			}
-			// The first app has spent its share: refused, and its
-			// organization not charged.
-			for range 2 {
-				res := rlVehicles(t, base, a.org, token)
-				require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
-				assert.Equal(t, both, res.header.Get("RateLimit-Policy"))
-				assertState(t, res, "rest-app", 0, 60)
-			}
-			// The second app of the organization is served, until the
-			// organization's quota, which caps the sum, is spent.
-			res := rlVehicles(t, base, a.org, token2)
-			require.Equal(t, http.StatusOK, res.status, res.body)
-			assertState(t, res, "rest", 1, 48)
-			res = rlVehicles(t, base, a.org, token2)
-			require.Equal(t, http.StatusOK, res.status, res.body)
-			assertState(t, res, "rest", 0, 60)
-			res = rlVehicles(t, base, a.org, token2)
-			require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
-			assert.Equal(t, both, res.header.Get("RateLimit-Policy"))
-			assertState(t, res, "rest", 0, 60)
-			retry, err := strconv.Atoi(res.header.Get("Retry-After"))
-			require.NoError(t, err)
-			assert.LessOrEqual(t, retry, 12)
-		})
-	}
-}
-
 func TestQuotaFlag(t *testing.T) {
 	t.Parallel()
 	cfg, err := parseServeFlags([]string{"--rate-rest", "0", "--rate-edge", "7"}, env(map[string]string{"WAYBILL_RATE_TOKEN": "9", "WAYBILL_REDIS_URL": "redis://r:6379/1"}), io.Discard)
@@ -609,16 +553,17 @@ func TestQuotaFlag(t *testing.T) {
 
 	cfg, err = parseServeFlags(nil, env(nil), io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, limitsConfig{REST: 1000, RESTApp: -1, Edge: 100, Token: 30}, cfg.Limits, "the defaults of SPEC section 6")
+	assert.Equal(t, limitsConfig{REST: 1000, Edge: 100, Token: 30}, cfg.Limits, "the defaults of SPEC section 6")
 
-	// --rate-rest-app defaults to half of --rate-rest, 0 disabling it.
+	// --rate-rest-app is unset by default: apps have no quota of their
+	// own, whatever --rate-rest is.
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string
 		want int
 	}{
-		{nil, nil, 500},
-		{[]string{"--rate-rest", "300"}, nil, 150},
+		{nil, nil, 0},
+		{[]string{"--rate-rest", "300"}, nil, 0},
 		{[]string{"--rate-rest", "0"}, nil, 0},
 		{[]string{"--rate-rest-app", "42"}, nil, 42},
 		{[]string{"--rate-rest-app", "0"}, nil, 0},
@@ -688,102 +633,6 @@ func buildPackage(t testing.TB, dir, name, pkg string) string {
 	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, pkg).CombinedOutput()
 	require.NoError(t, err, "go build %s:\n%s", pkg, out)
 	return bin
-}
-
-// Per-app overrides of the "rest-app" quota, set by the admin CLI: read at
-// start and again once appQuotaTTL has passed, without a query per
-// request.
-func TestAppQuotas(t *testing.T) {
-	t.Parallel()
-	for _, backend := range []string{"sqlite", "postgres"} {
-		t.Run(backend, func(t *testing.T) {
-			t.Parallel()
-			db := "sqlite://" + testdb.SQLitePath(t)
-			if backend == "postgres" {
-				db = testdb.PostgresURL(t)
-			}
-			testAppQuotas(t, db)
-		})
-	}
-}
-
-// testAppQuotas is TestAppQuotas on the database db.
-func testAppQuotas(t *testing.T, db string) {
-	a := newRLTenant(t, db, "Acme")
-	app := adminJSON(t, "admin", "app", "create", "--org", a.org, "--name", "Acme Two", "--scopes", "svc:vehicles:read", "--database-url", db)
-	a2 := rlTenant{org: a.org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)}
-
-	t.Run("admin", func(t *testing.T) {
-		out := adminJSON(t, "admin", "app", "set-quota", "--client-id", a.clientID, "--rest-per-minute", "1", "--database-url", db)
-		assert.Equal(t, map[string]any{"client_id": a.clientID, "rest_per_minute": 1.0}, out)
-		out = adminJSON(t, "admin", "app", "set-quota", "--client-id", a2.clientID, "--rest-per-minute", "9", "--database-url", db)
-		assert.Equal(t, 9.0, out["rest_per_minute"])
-		out = adminJSON(t, "admin", "app", "set-quota", "--client-id", a2.clientID, "--default", "--database-url", db)
-		assert.Equal(t, map[string]any{"client_id": a2.clientID, "rest_per_minute": nil}, out)
-		for _, args := range [][]string{
-			{"--client-id", a.clientID},
-			{"--client-id", a.clientID, "--rest-per-minute", "1", "--default"},
-			{"--rest-per-minute", "1"},
-			{"--client-id", a.clientID, "--rest-per-minute", "-1"},
-			{"--client-id", "nope", "--rest-per-minute", "1"},
-		} {
-			_, err := runCommand(t, nil, append([]string{"admin", "app", "set-quota", "--database-url", db}, args...)...)
-			assert.Error(t, err, "%v", args)
-		}
-	})
-
-	t.Run("served", func(t *testing.T) {
-		base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db,
-			"--rate-rest", "10", "--rate-rest-app", "3", "--rate-token", "0"}, env(nil))
-		defer func() { require.NoError(t, stop()) }()
-		token, token2 := rlToken(t, base, a), rlToken(t, base, a2)
-
-		// a has an override of 1 a minute.
-		res := rlVehicles(t, base, a.org, token)
-		require.Equal(t, http.StatusOK, res.status, res.body)
-		assert.Equal(t, `"rest";q=10;w=60, "rest-app";q=1;w=60`, res.header.Get("RateLimit-Policy"))
-		assertState(t, res, "rest-app", 0, 60)
-		res = rlVehicles(t, base, a.org, token)
-		require.Equal(t, http.StatusTooManyRequests, res.status, res.body)
-		// a2's override was removed: it has --rate-rest-app.
-		res = rlVehicles(t, base, a.org, token2)
-		require.Equal(t, http.StatusOK, res.status, res.body)
-		assert.Equal(t, `"rest";q=10;w=60, "rest-app";q=3;w=60`, res.header.Get("RateLimit-Policy"))
-	})
-}
-
-func TestAppQuotasCache(t *testing.T) {
-	t.Parallel()
-	dbURL := "sqlite://" + testdb.SQLitePath(t)
-	a := newRLTenant(t, dbURL, "Acme")
-	db, _, _, err := openAndMigrate(t.Context(), dbURL, 1)
-	require.NoError(t, err)
-	defer db.Close()
-
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	q := &appQuotas{db: db, logger: newLogger(io.Discard), now: clock}
-	require.NoError(t, q.load(t.Context()))
-	_, ok := q.quota(a.clientID)
-	assert.False(t, ok, "no override")
-
-	_, err = db.ExecContext(t.Context(), "INSERT INTO app_quotas (client_id, rest_per_minute) VALUES ($1, 7)", a.clientID)
-	require.NoError(t, err)
-	mu.Lock()
-	now = now.Add(appQuotaTTL - time.Second)
-	mu.Unlock()
-	_, ok = q.quota(a.clientID)
-	assert.False(t, ok, "kept for the TTL")
-
-	mu.Lock()
-	now = now.Add(time.Second)
-	mu.Unlock()
-	q.quota(a.clientID) // starts a reading in the background
-	require.Eventually(t, func() bool {
-		n, ok := q.quota(a.clientID)
-		return ok && n == 7
-	}, 5*time.Second, 10*time.Millisecond, "read again once the TTL passed")
 }
 
 // The two keys a REST request is counted under share one Redis hash tag,

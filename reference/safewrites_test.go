@@ -108,17 +108,16 @@ func TestSafeWritesThroughTheServer(t *testing.T) {
 				assert.Contains(t, list.body, `"total":1,`, "one record")
 				assert.Equal(t, "count=exact", list.header.Get("Preference-Applied"))
 
-				// A replay is not charged against the REST limit: the limit,
-				// which sets its RateLimit headers on every answer it counts,
-				// never saw it.
+				// A replay is a request: the REST limit, which sets its
+				// RateLimit headers on every answer it counts, counted each.
 				replay := swDo(t, http.MethodPost, accounts, token, body, key)
 				assert.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))
-				assert.Empty(t, replay.header.Get("RateLimit"), "the replay passed no limit")
+				assert.NotEmpty(t, replay.header.Get("RateLimit"), "the replay was counted")
 				written := 0
 				for _, a := range answers {
+					assert.NotEmpty(t, a.header.Get("RateLimit"), "every answer was counted")
 					if a.header.Get("Idempotent-Replayed") == "" {
 						written++
-						assert.NotEmpty(t, a.header.Get("RateLimit"), "the write was counted")
 					}
 				}
 				assert.Equal(t, 1, written, "one answer is the write, every other a replay of it")
@@ -129,6 +128,53 @@ func TestSafeWritesThroughTheServer(t *testing.T) {
 				assert.Equal(t, http.StatusUnprocessableEntity, reused.status)
 				assert.Contains(t, reused.body, `"error":"idempotency_key_reused"`)
 			})
+		})
+	}
+}
+
+// TestReplaysAreChargedThroughTheServer: through the reference server on
+// both databases, with --rate-rest 3, a replay of an Idempotency-Key and a
+// 422 idempotency_key_reused count against the organization's limit like
+// any request, and over it are 429 with no stored answer.
+func TestReplaysAreChargedThroughTheServer(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			w := newSyncWorld(t, b.url(t), "3")
+			accounts := w.base + "/v1/" + w.branch + "/accounts"
+			body := `{"company_name":"Charged","account_type":"customer"}`
+			other := `{"company_name":"Other","account_type":"customer"}`
+			key := map[string]string{"Idempotency-Key": "5f1d2c3b-charged"}
+			remaining := func(a swAnswer) string {
+				t.Helper()
+				state := a.header.Get("RateLimit")
+				require.True(t, strings.HasPrefix(state, `"rest";r=`), "RateLimit %q", state)
+				return strings.SplitN(strings.TrimPrefix(state, `"rest";r=`), ";", 2)[0]
+			}
+
+			first := swDo(t, http.MethodPost, accounts, w.token, body, key)
+			require.Equal(t, http.StatusCreated, first.status, first.body)
+			assert.Equal(t, "2", remaining(first))
+			replay := swDo(t, http.MethodPost, accounts, w.token, body, key)
+			require.Equal(t, http.StatusCreated, replay.status, replay.body)
+			assert.Equal(t, "true", replay.header.Get("Idempotent-Replayed"))
+			assert.Equal(t, first.body, replay.body)
+			assert.Equal(t, "1", remaining(replay), "the replay was counted")
+			reused := swDo(t, http.MethodPost, accounts, w.token, other, key)
+			assert.Equal(t, http.StatusUnprocessableEntity, reused.status, reused.body)
+			assert.Equal(t, "0", remaining(reused), "the 422 was counted")
+
+			for _, b := range []string{body, other} {
+				refused := swDo(t, http.MethodPost, accounts, w.token, b, key)
+				assert.Equal(t, http.StatusTooManyRequests, refused.status, refused.body)
+				assert.Contains(t, refused.body, `"error":"rate_limited"`)
+				assert.Contains(t, refused.body, `"error_description":`)
+				assert.NotContains(t, refused.body, `"data"`, "no stored answer over the limit")
+				assert.Empty(t, refused.header.Get("Idempotent-Replayed"))
+				assert.Empty(t, refused.header.Get("Location"))
+				assert.NotEmpty(t, refused.header.Get("Retry-After"))
+			}
 		})
 	}
 }

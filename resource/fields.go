@@ -11,12 +11,16 @@ import (
 // fieldsParam is the query parameter of field selection: fields=id,status
 // returns only those fields of each record (id always), on GET of a list or
 // of one record. The order of the fields in the answer is the resource's,
-// not the parameter's.
+// not the parameter's. It names at most as many fields as the resource has,
+// counted as given (across repeated parameters): a name given twice counts
+// twice and is kept once. The Link of the next page carries the fields
+// selected, in the resource's order, not the parameter as sent.
 const fieldsParam = "fields"
 
 // fields returns which columns the fields parameter of r selects, as a mask
-// over h.cols, or nil without the parameter. An unknown or empty name is
-// 400 invalid_request naming the fields there are.
+// over h.cols, or nil without the parameter. An unknown or empty name, or
+// more names than h.cols has columns, is 400 invalid_request; the names
+// are counted before one is split off, so that a long list costs nothing.
 func (h *handlers) fields(r *http.Request) ([]bool, error) {
 	if !strings.Contains(r.URL.RawQuery, fieldsParam) {
 		return nil, nil
@@ -24,6 +28,13 @@ func (h *handlers) fields(r *http.Request) ([]bool, error) {
 	values, ok := r.URL.Query()[fieldsParam]
 	if !ok {
 		return nil, nil
+	}
+	n := 0
+	for _, v := range values {
+		n += strings.Count(v, ",") + 1
+	}
+	if n > len(h.cols) {
+		return nil, apierrors.InvalidRequest("fields lists %d field names; %s has %d fields, and fields may name at most as many", n, h.resource.Name, len(h.cols))
 	}
 	only := make([]bool, len(h.cols))
 	for i, c := range h.cols {
@@ -43,4 +54,20 @@ func (h *handlers) fields(r *http.Request) ([]bool, error) {
 		}
 	}
 	return only, nil
+}
+
+// selectedFields returns the fields parameter of the selection only (a
+// mask of fields): the names it selects in the resource's order,
+// comma-separated.
+func (h *handlers) selectedFields(only []bool) string {
+	var b strings.Builder
+	for i, c := range h.cols {
+		if only[i] {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(c.name)
+		}
+	}
+	return b.String()
 }

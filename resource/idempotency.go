@@ -21,19 +21,23 @@ import (
 // write after a timeout sends the same key, and the write happens once. The
 // key is 1 to 255 visible ASCII characters, sent bare or as a quoted string
 // (Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"), and belongs to
-// the token's client in the token's organization: other clients and
-// organizations cannot see or spend it.
+// the token's client in the token's organization and, for a token that acts
+// for a user (the authorization code's), to that user: other clients,
+// organizations and users cannot see or spend it, nor learn that it was
+// used (the same key of another user is a new key).
 //
 // The answer of a successful write is stored with its key, in the write's
 // own transaction, and kept Registry.IdempotencyTTL (24 hours by default).
-// A request that sends the key again:
+// A request that sends the key again is a request like any other for the
+// registry's Middleware, which runs first: a rate limit counts it, and
+// refuses it when the organization is over its limit, whether the key has
+// an answer or not. Then, a request that sends the key again:
 //
 //   - with the same request (method, resource, path and body, byte for
 //     byte) gets the stored answer, its status, Location, ETag and body,
-//     with Idempotent-Replayed: true. When the registry has a Middleware (a
-//     rate limit, say), the stored answer is looked up before it, so a
-//     replay is not charged there; that costs every keyed write one
-//     lookup. Without a Middleware the write runs and finds the stored
+//     with Idempotent-Replayed: true. The answer is looked up before the
+//     write, so a replay costs one read (and every keyed write that read
+//     more); a retry that comes while the first write runs finds its
 //     answer when it stores its own, and is rolled back;
 //   - with another request gets 422 idempotency_key_reused, and nothing
 //     changes;
@@ -103,10 +107,10 @@ func fingerprint(r *http.Request, resource string, t tenancy.Tenant, body []byte
 }
 
 // idempotency reads the Idempotency-Key of a POST or PATCH and hands it,
-// with the request's fingerprint, to the handler in the context. When the
-// registry has a Middleware, it answers a key that has a stored answer
-// before next (the Middleware and the handler) runs. The body is read here
-// and given to next unchanged.
+// with the request's fingerprint, to the handler in the context; a key
+// that has a stored answer is answered here, without next (the handler).
+// It runs after the registry's Middleware. The body is read here and given
+// to next unchanged.
 func (h *handlers) idempotency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok, err := idempotency.Key(r)
@@ -129,16 +133,14 @@ func (h *handlers) idempotency(next http.Handler) http.Handler {
 		}
 		t := tenant(r)
 		idem := &idempotent{key: key, fingerprint: fingerprint(r, h.resource.Name, t, body)}
-		if h.registry.Middleware != nil {
-			stored, err := h.registry.idempotencyStore().Lookup(r.Context(), h.db(), t.OrganizationID, t.Claims.ClientID, key)
-			if err != nil {
-				h.registry.errors().Write(w, r, apierrors.Internal(err))
-				return
-			}
-			if stored != nil {
-				h.replay(w, r, idem, stored)
-				return
-			}
+		stored, err := h.registry.idempotencyStore().Lookup(r.Context(), h.db(), idempotency.OwnerOf(t), key)
+		if err != nil {
+			h.registry.errors().Write(w, r, apierrors.Internal(err))
+			return
+		}
+		if stored != nil {
+			h.replay(w, r, idem, stored)
+			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idempotentKey{}, idem)))
 	})
@@ -164,7 +166,7 @@ func record(a *answer) []byte {
 // idempotency.Store.Remember).
 func (h *handlers) remember(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, idem *idempotent, a *answer) error {
 	a.Fingerprint = idem.fingerprint
-	return h.registry.idempotencyStore().Remember(ctx, tx, t.OrganizationID, t.Claims.ClientID, idem.key, a)
+	return h.registry.idempotencyStore().Remember(ctx, tx, idempotency.OwnerOf(t), idem.key, a)
 }
 
 // replay answers with a stored answer when the request is the one it

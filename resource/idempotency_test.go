@@ -12,8 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/ratelimit"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // countRows returns the number of rows of table.
@@ -64,7 +67,7 @@ func TestIdempotencyKeys(t *testing.T) {
 			again := e.doWith(t, http.MethodPost, accounts, token, body, key)
 			sameAnswer(t, first, again)
 			assert.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
-			assert.Equal(t, before, charged.Load(), "a replay passes no Middleware: no rate limit is charged")
+			assert.Equal(t, before+1, charged.Load(), "a replay is a request: it passes the Middleware, which a rate limit is")
 			quoted := e.doWith(t, http.MethodPost, accounts, token, body, map[string]string{"Idempotency-Key": `"` + key["Idempotency-Key"] + `"`})
 			sameAnswer(t, first, quoted)
 			assert.Equal(t, 1, e.countRows(t, "accounts"))
@@ -87,6 +90,24 @@ func TestIdempotencyKeys(t *testing.T) {
 				assert.Equal(t, http.StatusCreated, r.status, r.raw)
 				assert.Empty(t, r.header.Get("Idempotent-Replayed"))
 				assert.NotEqual(t, first.data()["id"], r.data()["id"])
+			})
+
+			t.Run("keys belong to a user", func(t *testing.T) {
+				// Another user of the same app, with the key: a new key,
+				// which neither replays the first user's answer nor tells
+				// that the key was used, whatever the request.
+				user2 := e.sign(t, &bearer.Claims{Subject: "user-2", OrganizationID: orgA, ClientID: "client-1", Scopes: allScopes})
+				mine := `{"company_name":"User Two","account_type":"carrier"}`
+				r := e.doWith(t, http.MethodPost, accounts, user2, mine, key)
+				require.Equal(t, http.StatusCreated, r.status, r.raw)
+				assert.Empty(t, r.header.Get("Idempotent-Replayed"))
+				assert.NotEqual(t, first.data()["id"], r.data()["id"])
+				assert.Equal(t, "User Two", r.data()["company_name"])
+				again := e.doWith(t, http.MethodPost, accounts, user2, mine, key)
+				sameAnswer(t, r, again)
+				assert.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+				// The first user's key still answers the first user.
+				sameAnswer(t, first, e.doWith(t, http.MethodPost, accounts, token, body, key))
 			})
 
 			t.Run("PATCH", func(t *testing.T) {
@@ -157,8 +178,7 @@ func TestIdempotentRetriesAtOnce(t *testing.T) {
 					sameAnswer(t, answers[0], answers[i])
 				}
 				assert.Equal(t, round+1, e.countRows(t, "accounts"), "round %d: one record", round)
-				// Without a Middleware there is no lookup before the write: a
-				// later retry writes, finds the stored answer and rolls back.
+				// A later retry finds the stored answer before it writes.
 				later := e.doWith(t, http.MethodPost, "/v1/"+a1+"/accounts", token, `{"company_name":"Burst","account_type":"customer"}`, key)
 				sameAnswer(t, answers[0], later)
 				assert.Equal(t, "true", later.header.Get("Idempotent-Replayed"))
@@ -188,8 +208,8 @@ func TestIdempotencyInProgress(t *testing.T) {
 	tx, err := e.db.BeginTx(t.Context(), nil)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback() }()
-	_, err = tx.Exec(`INSERT INTO waybill_idempotency_keys (organization_id, client_id, idempotency_key, fingerprint, status, headers, body, created_at, expires_at)
-		VALUES ($1, 'client-1', 'slow', 'x', 201, '{}', '{}', now(), now() + interval '1 day')`, orgA)
+	_, err = tx.Exec(`INSERT INTO waybill_idempotency_keys (organization_id, client_id, user_id, idempotency_key, fingerprint, status, headers, body, created_at, expires_at)
+		VALUES ($1, 'client-1', 'user-1', 'slow', 'x', 201, '{}', '{}', now(), now() + interval '1 day')`, orgA)
 	require.NoError(t, err)
 
 	r := e.doWith(t, http.MethodPost, "/v1/"+a1+"/accounts", token, `{"company_name":"Acme","account_type":"customer"}`, map[string]string{"Idempotency-Key": "slow"})
@@ -197,4 +217,69 @@ func TestIdempotencyInProgress(t *testing.T) {
 	assert.Equal(t, "idempotency_in_progress", r.code())
 	require.NoError(t, tx.Rollback())
 	assert.Equal(t, 0, e.countRows(t, "accounts"), "the waiting write was rolled back")
+}
+
+// byOrganization keys a rate limit by the organization of the request's
+// tenant, as a server's REST limit does.
+func byOrganization(r *http.Request) (string, bool) {
+	t, ok := tenancy.FromContext(r.Context())
+	return t.OrganizationID, ok
+}
+
+// TestIdempotentReplaysAreRateLimited: a replay, and a request that reuses
+// a key for another request, are requests. The registry's Middleware, here
+// a rate limit of 4 a minute per organization, counts each, and over the
+// limit refuses them with 429 before their key is looked up: no stored
+// answer is given.
+func TestIdempotentReplaysAreRateLimited(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWith(t, b, func(reg *resource.Registry, _ []*resource.Resource) {
+				reg.Middleware = ratelimit.MiddlewareWithOptions(ratelimit.Options{
+					Limiter: ratelimit.NewMemory(ratelimit.MemoryOptions{}),
+					Limit:   ratelimit.Limit{Name: "rest", Quota: 4, Window: time.Minute},
+					Key:     byOrganization,
+				})
+			})
+			token := e.codeToken(t, orgA, allScopes...)
+			accounts := "/v1/" + a1 + "/accounts"
+			body := `{"company_name":"Acme","account_type":"customer"}`
+			other := `{"company_name":"Other","account_type":"customer"}`
+			key := map[string]string{"Idempotency-Key": "charged-1"}
+			remaining := func(r response) string {
+				t.Helper()
+				state := r.header.Get("RateLimit")
+				require.True(t, strings.HasPrefix(state, `"rest";r=`), "RateLimit %q", state)
+				return strings.SplitN(strings.TrimPrefix(state, `"rest";r=`), ";", 2)[0]
+			}
+
+			first := e.doWith(t, http.MethodPost, accounts, token, body, key)
+			require.Equal(t, http.StatusCreated, first.status, first.raw)
+			assert.Equal(t, "3", remaining(first))
+			for _, want := range []string{"2", "1"} {
+				r := e.doWith(t, http.MethodPost, accounts, token, body, key)
+				sameAnswer(t, first, r)
+				assert.Equal(t, "true", r.header.Get("Idempotent-Replayed"))
+				assert.Equal(t, want, remaining(r), "a replay counts like any request")
+			}
+			reused := e.doWith(t, http.MethodPost, accounts, token, other, key)
+			assert.Equal(t, http.StatusUnprocessableEntity, reused.status, reused.raw)
+			assert.Equal(t, "idempotency_key_reused", reused.code())
+			assert.Equal(t, "0", remaining(reused), "a 422 counts like any request")
+
+			for _, b := range []string{body, other} {
+				r := e.doWith(t, http.MethodPost, accounts, token, b, key)
+				assert.Equal(t, http.StatusTooManyRequests, r.status, r.raw)
+				assert.Equal(t, "rate_limited", r.code())
+				assert.NotEmpty(t, r.body["error_description"])
+				assert.NotEmpty(t, r.header.Get("Retry-After"))
+				assert.Empty(t, r.header.Get("Idempotent-Replayed"), "no stored answer over the limit")
+				assert.Empty(t, r.header.Get("Location"))
+				assert.Nil(t, r.data())
+			}
+			assert.Equal(t, 1, e.countRows(t, "accounts"))
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,61 @@ func TestFieldSelection(t *testing.T) {
 		}
 		r = e.doWith(t, http.MethodGet, accounts+"?fields=colour", token, "", nil)
 		assert.Contains(t, r.body["error_description"], `accounts has no field "colour"; its fields are id, company_name`)
+	})
+}
+
+// TestFieldSelectionBound: fields names at most as many fields as the
+// resource has, counted as given; a name given twice is kept once. More
+// is a 400 in the error shape, however many, and the Link of the next page
+// carries the fields selected, not the parameter as sent.
+func TestFieldSelectionBound(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, e *env) {
+		token := e.codeToken(t, orgA, allScopes...)
+		accounts := "/v1/" + a1 + "/accounts"
+		for _, name := range []string{"Acme", "Bolt"} {
+			e.mustCreate(t, token, accounts, `{"company_name":"`+name+`","account_type":"customer"}`)
+		}
+		full := e.doWith(t, http.MethodGet, accounts+"?limit=1", token, "", nil)
+		require.Equal(t, http.StatusOK, full.status, full.raw)
+		var all []string
+		for k := range full.list()[0].(map[string]any) {
+			all = append(all, k)
+		}
+		require.Len(t, all, 10, "the fields of accounts, tenant columns included")
+
+		r := e.doWith(t, http.MethodGet, accounts+"?limit=1&fields="+url.QueryEscape(" status , company_name,status"), token, "", nil)
+		require.Equal(t, http.StatusOK, r.status, r.raw)
+		assert.Len(t, r.list()[0].(map[string]any), 3, "id, company_name and status, each once")
+		link := r.header.Get("Link")
+		require.True(t, strings.HasPrefix(link, "<") && strings.HasSuffix(link, `>; rel="next"`), link)
+		next, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"id,company_name,status"}, next.Query()["fields"], "the fields selected, in the resource's order")
+		followed := e.doWith(t, http.MethodGet, next.String(), token, "", nil)
+		require.Equal(t, http.StatusOK, followed.status, followed.raw)
+		assert.Len(t, followed.list(), 1)
+
+		every := strings.Join(all, ",")
+		r = e.doWith(t, http.MethodGet, accounts+"?fields="+every, token, "", nil)
+		assert.Equal(t, http.StatusOK, r.status, "every field once: %s", r.raw)
+
+		for _, tc := range []struct{ name, query string }{
+			{"eleven names", "fields=" + every + ",id"},
+			{"eleven names in two parameters", "fields=" + every + "&fields=id"},
+			{"one name 11 times", "fields=" + strings.Repeat("id,", 10) + "id"},
+			{"50,000 names", "fields=" + strings.Repeat("status,", 49_999) + "status"},
+			{"50,000 unknown names", "fields=" + strings.Repeat("x,", 49_999) + "x"},
+		} {
+			for _, path := range []string{accounts, accounts + "/" + full.list()[0].(map[string]any)["id"].(string)} {
+				r := e.doWith(t, http.MethodGet, path+"?"+tc.query, token, "", nil)
+				assert.Equal(t, http.StatusBadRequest, r.status, "%s %s: %.200s", tc.name, path, r.raw)
+				assert.Equal(t, "invalid_request", r.code())
+				assert.Contains(t, r.body["error_description"], "at most as many")
+				assert.Empty(t, r.header.Get("Link"))
+				assert.Less(t, len(r.raw), 1000, tc.name)
+			}
+		}
 	})
 }
 

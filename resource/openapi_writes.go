@@ -46,8 +46,8 @@ func oaFields(r *Resource) *openapi.Parameter {
 	explode := false
 	return &openapi.Parameter{
 		Name: "fields", In: "query", Style: "form", Explode: &explode,
-		Description: "Return only these fields of each record, separated by commas (`id` always comes back): " + strings.Join(names, ", ") + ". An unknown field gives 400 `invalid_request`. The `ETag` stays the version of the whole record.",
-		Schema:      &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Enum: oaAnys(names)}},
+		Description: "Return only these fields of each record, separated by commas (`id` always comes back): " + strings.Join(names, ", ") + ". At most " + strconv.Itoa(len(names)) + " names, counted as given (a name given twice counts twice and is kept once). An unknown field, or more names, gives 400 `invalid_request`. The `ETag` stays the version of the whole record.",
+		Schema:      &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Enum: oaAnys(names)}, MaxItems: openapi.Ptr(len(names))},
 	}
 }
 

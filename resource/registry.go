@@ -167,15 +167,15 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 			Logger: g.Logger, Realm: g.Realm, ResourceMetadata: g.ResourceMetadata,
 		})
 		h := newHandlers(g, r)
-		// A write with an Idempotency-Key that has an answer is answered
-		// before Middleware, so that a replay costs no rate limit.
+		// A write's Idempotency-Key is looked up after Middleware: a
+		// replay is a request, which a rate limit counts and may refuse.
 		wrap := func(f http.HandlerFunc, idempotent bool) http.Handler {
 			var next http.Handler = f
-			if g.Middleware != nil {
-				next = g.Middleware(next)
-			}
 			if idempotent {
 				next = h.idempotency(next)
+			}
+			if g.Middleware != nil {
+				next = g.Middleware(next)
 			}
 			return mw(next)
 		}

@@ -44,14 +44,16 @@
 //     gets 412 precondition_failed with the stored record.
 //     Resource.RequireIfMatch makes If-Match mandatory (428);
 //   - Idempotency-Key on POST and PATCH: the answer of a successful write is
-//     stored in its transaction and given again to a retry (see
-//     Registry.Migrate, which creates the table, and
+//     stored in its transaction and given again to a retry of the same
+//     client and user, which Registry.Middleware counts like any request
+//     (see Registry.Migrate, which creates the table, and
 //     Registry.IdempotencyTTL);
 //   - cursor pages: pagination.next_cursor and a Link rel="next" on every
 //     list, after=<cursor> for the next page in index order, authenticated
 //     with Registry.CursorKey;
 //   - Prefer: count=exact|estimated|none on lists (see ExactCountBelow);
-//   - fields=a,b on GET, to return only those fields.
+//   - fields=a,b on GET, to return only those fields: at most as many
+//     names as the resource has fields, counted as given, else 400.
 package resource
 
 import (

@@ -265,14 +265,10 @@ func (a *API) Mount(mux *http.ServeMux) {
 		}
 		return mw(next)
 	}
-	// A write's Idempotency-Key is looked up before Middleware: a replay
-	// is not charged by a rate limit.
+	// A write's Idempotency-Key is looked up after Middleware: a replay is
+	// a request, which a rate limit counts and may refuse.
 	wrapWrite := func(f http.HandlerFunc) http.Handler {
-		var next http.Handler = f
-		if a.Middleware != nil {
-			next = a.Middleware(next)
-		}
-		return mw(a.idempotent(next))
+		return wrap(a.idempotent(f).ServeHTTP)
 	}
 	for _, p := range a.prefixes() {
 		collection := p + "/{organizationId}/webhook_endpoints"

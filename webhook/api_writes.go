@@ -21,10 +21,13 @@ import (
 //
 // POST (create, redeliver) and PATCH take an Idempotency-Key: the answer
 // of a successful write is stored with the key, for the token's client in
-// the token's organization, in the write's transaction, and kept
-// API.IdempotencyTTL; the same request with the key gets it again with
-// Idempotent-Replayed: true, before Middleware (so not charged by a rate
-// limit), and another request with the key 422 idempotency_key_reused.
+// the token's organization (and the token's user, for a token that acts
+// for one: the same key of another user is a new key), in the write's
+// transaction, and kept API.IdempotencyTTL; the same request with the key
+// gets it again with Idempotent-Replayed: true, and another request with
+// the key 422 idempotency_key_reused. Either is a request like any other
+// for Middleware, which runs first: a rate limit counts it and may refuse
+// it.
 // The stored answer of a create leaves the signing secret out: a replay
 // reads it from the endpoint again, so the secret is kept sealed in one
 // place only. The keys live in the table of package resource
@@ -77,7 +80,7 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 		t := tenant(r)
 		k := &keyed{key: key, fingerprint: idempotency.Fingerprint(body, r.Method, "webhook_endpoints", t.OrganizationID,
 			r.PathValue("id"), r.PathValue("delivery_id"))}
-		stored, err := a.idempotencyStore().Lookup(r.Context(), a.DB, t.OrganizationID, t.Claims.ClientID, key)
+		stored, err := a.idempotencyStore().Lookup(r.Context(), a.DB, idempotency.OwnerOf(t), key)
 		if err != nil {
 			a.errors().Write(w, r, apierrors.Internal(err))
 			return
@@ -99,7 +102,7 @@ func (a *API) remember(ctx context.Context, tx *sql.Tx, r *http.Request, ans *id
 	}
 	t := tenant(r)
 	ans.Fingerprint = k.fingerprint
-	return a.idempotencyStore().Remember(ctx, tx, t.OrganizationID, t.Claims.ClientID, k.key, ans)
+	return a.idempotencyStore().Remember(ctx, tx, idempotency.OwnerOf(t), k.key, ans)
 }
 
 // replay answers a request whose Idempotency-Key has the stored answer

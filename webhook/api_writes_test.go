@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/ratelimit"
+	"github.com/waybillhq/waybill/tenancy"
 	"github.com/waybillhq/waybill/webhook"
 )
 
@@ -62,6 +64,23 @@ func TestIdempotencyKey(t *testing.T) {
 		assert.Empty(t, r.header.Get("Idempotent-Replayed"))
 		assert.Equal(t, 2, e.count(t, orgA))
 
+		// Another user of the same app: the key is a new key, which
+		// neither replays the first user's answer (nor its secret) nor
+		// tells that the key was used, whatever the request.
+		user2 := e.sign(t, &bearer.Claims{Subject: "user-2", OrganizationID: orgA, ClientID: "client-1", Scopes: readAll})
+		mine := body(map[string]any{"url": publicURL, "event_types": []string{"vehicle.*"}})
+		u := e.doWith(t, http.MethodPost, endpoints(orgA), user2, mine, idem)
+		require.Equal(t, http.StatusCreated, u.status, u.raw)
+		assert.Empty(t, u.header.Get("Idempotent-Replayed"))
+		assert.NotEqual(t, id, u.data()["id"])
+		assert.NotEqual(t, first.data()["secret"], u.data()["secret"])
+		assert.Equal(t, 3, e.count(t, orgA))
+		u2 := e.doWith(t, http.MethodPost, endpoints(orgA), user2, mine, idem)
+		require.Equal(t, http.StatusCreated, u2.status, u2.raw)
+		assert.Equal(t, "true", u2.header.Get("Idempotent-Replayed"))
+		assert.Equal(t, u.raw, u2.raw)
+		assert.Equal(t, 3, e.count(t, orgA))
+
 		// PATCH: once; the replay is the first answer even after a later change.
 		item := endpoints(orgA) + "/" + id
 		patch := map[string]string{"Idempotency-Key": "patch-1"}
@@ -103,6 +122,51 @@ func TestIdempotencyKey(t *testing.T) {
 			r := e.doWith(t, http.MethodPost, endpoints(orgA), tok, create, map[string]string{"Idempotency-Key": bad})
 			assert.Equal(t, http.StatusBadRequest, r.status, "%q: %s", bad, r.raw)
 		}
+	})
+}
+
+// A replay, and a request that reuses a key for another request, are
+// requests: the API's Middleware, here a rate limit of 3 a minute per
+// organization, counts each, and over the limit refuses them with 429
+// before their key is looked up: no stored answer, no secret.
+func TestIdempotencyKeyRateLimited(t *testing.T) {
+	t.Parallel()
+	limited := func(a *webhook.API) {
+		a.Middleware = ratelimit.MiddlewareWithOptions(ratelimit.Options{
+			Limiter: ratelimit.NewMemory(ratelimit.MemoryOptions{}),
+			Limit:   ratelimit.Limit{Name: "rest", Quota: 3, Window: time.Minute},
+			Key: func(r *http.Request) (string, bool) {
+				t, ok := tenancy.FromContext(r.Context())
+				return t.OrganizationID, ok
+			},
+		})
+	}
+	eachBackend(t, limited, func(t *testing.T, e *env) {
+		tok := e.codeToken(t, orgA, readAll...)
+		create := body(map[string]any{"url": publicURL, "event_types": []string{"*"}})
+		other := body(map[string]any{"url": publicURL, "event_types": []string{"quotation.*"}})
+		idem := map[string]string{"Idempotency-Key": "charged-1"}
+
+		first := e.doWith(t, http.MethodPost, endpoints(orgA), tok, create, idem)
+		require.Equal(t, http.StatusCreated, first.status, first.raw)
+		assert.True(t, strings.HasPrefix(first.header.Get("RateLimit"), `"rest";r=2;`), first.header.Get("RateLimit"))
+		again := e.doWith(t, http.MethodPost, endpoints(orgA), tok, create, idem)
+		require.Equal(t, http.StatusCreated, again.status, again.raw)
+		assert.Equal(t, "true", again.header.Get("Idempotent-Replayed"))
+		assert.True(t, strings.HasPrefix(again.header.Get("RateLimit"), `"rest";r=1;`), "a replay counts: %s", again.header.Get("RateLimit"))
+		reused := e.doWith(t, http.MethodPost, endpoints(orgA), tok, other, idem)
+		assert.Equal(t, "idempotency_key_reused", reused.code(), reused.raw)
+		assert.True(t, strings.HasPrefix(reused.header.Get("RateLimit"), `"rest";r=0;`), "a 422 counts: %s", reused.header.Get("RateLimit"))
+
+		for _, b := range []string{create, other} {
+			r := e.doWith(t, http.MethodPost, endpoints(orgA), tok, b, idem)
+			assert.Equal(t, http.StatusTooManyRequests, r.status, r.raw)
+			assert.Equal(t, "rate_limited", r.code())
+			assert.NotEmpty(t, r.body["error_description"])
+			assert.Empty(t, r.header.Get("Idempotent-Replayed"))
+			assert.NotContains(t, r.raw, first.data()["secret"].(string))
+		}
+		assert.Equal(t, 1, e.count(t, orgA))
 	})
 }
 

@@ -5,8 +5,11 @@
 // which package resource's migrations create.
 //
 // A key is 1 to 255 visible ASCII characters, sent bare or as a quoted
-// string, and belongs to one client (the token's client_id) in one
-// organization: other clients and organizations cannot see or spend it.
+// string, and belongs to its Owner: one client (the token's client_id) in
+// one organization and, for a token that acts for a user (the
+// authorization code's, a product user's), that user (the token's sub).
+// Other clients, organizations and users cannot see or spend it, nor learn
+// that it was used: the same key of another owner is a new key.
 // The answer of a successful write is stored with the key in the write's
 // own transaction (Store.Remember), with a fingerprint of what the request
 // asked; a request that sends the key again gets the stored answer when it
@@ -33,6 +36,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // Table is the table of the keys and their answers.
@@ -95,6 +99,45 @@ func Fingerprint(body []byte, parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// Owner is whom a key belongs to: its stored answer is seen by requests of
+// the same owner only.
+type Owner struct {
+	// OrganizationID is the token's organization.
+	OrganizationID string
+	// ClientID is the token's OAuth client; "" for a product user token.
+	ClientID string
+	// UserID is the user the token acts for (its subject); "" for a
+	// client-credentials token, which acts for its app alone.
+	UserID string
+}
+
+// OwnerOf returns the owner of the keys of the requests of t: the token's
+// organization and client, and its user unless the token is a
+// client-credentials token.
+func OwnerOf(t tenancy.Tenant) Owner {
+	o := Owner{OrganizationID: t.OrganizationID, ClientID: t.Claims.ClientID}
+	if !t.Claims.ClientCredentials() {
+		o.UserID = t.Claims.Subject
+	}
+	return o
+}
+
+// lookupSQL reads the answer of a key of one owner that has not expired,
+// with the arguments of Owner.args and the time; both dialects take $n
+// placeholders. It is a constant, so that every keyed write and every
+// replay costs its read and no building of it.
+const lookupSQL = "SELECT fingerprint, status, headers, body FROM " + Table +
+	" WHERE organization_id = $1 AND client_id = $2 AND user_id = $3 AND idempotency_key = $4 AND expires_at > $5"
+
+// ownerAnd picks the row of a key of one owner and a condition on its
+// expiry; see Owner.args.
+const ownerAnd = "organization_id = ? AND client_id = ? AND user_id = ? AND idempotency_key = ? AND "
+
+// args returns the arguments of ownerAnd for key, then more.
+func (o Owner) args(key string, more any) []any {
+	return []any{o.OrganizationID, o.ClientID, o.UserID, key, more}
+}
+
 // Answer is the answer of a write, as stored for replay.
 type Answer struct {
 	// Fingerprint is what the request asked (see Fingerprint).
@@ -144,19 +187,13 @@ func (s Store) TTLOrDefault() time.Duration {
 	return DefaultTTL
 }
 
-// Lookup returns the answer stored for key of the client in the
-// organization, or nil when there is none or it has expired.
-func (s Store) Lookup(ctx context.Context, q Querier, organizationID, clientID, key string) (*Answer, error) {
-	d := s.Dialect
-	text, args, err := d.SQL(sq.Select("fingerprint", "status", "headers", "body").From(Table).
-		Where("organization_id = ? AND client_id = ? AND idempotency_key = ? AND expires_at > ?",
-			organizationID, clientID, key, d.Timestamp(s.now())))
-	if err != nil {
-		return nil, err
-	}
+// Lookup returns the answer stored for key of the owner, or nil when there
+// is none or it has expired.
+func (s Store) Lookup(ctx context.Context, q Querier, owner Owner, key string) (*Answer, error) {
 	var a Answer
 	var headers, body string
-	err = q.QueryRowContext(ctx, text, args...).Scan(&a.Fingerprint, &a.Status, &headers, &body)
+	err := q.QueryRowContext(ctx, lookupSQL, owner.args(key, s.Dialect.Timestamp(s.now()))...).
+		Scan(&a.Fingerprint, &a.Status, &headers, &body)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -170,23 +207,24 @@ func (s Store) Lookup(ctx context.Context, q Querier, organizationID, clientID, 
 	return &a, nil
 }
 
-// Remember stores a, the answer of the write of tx, for key of the client
-// in the organization. When another request with the key stored its answer
-// first (it committed while this one ran), it returns a *Replayed with that
-// answer. A request that waits for another one with its key past its
-// deadline is 409 idempotency_in_progress.
-func (s Store) Remember(ctx context.Context, tx *sql.Tx, organizationID, clientID, key string, a *Answer) error {
+// Remember stores a, the answer of the write of tx, for key of the owner.
+// When another request with the key stored its answer first (it committed
+// while this one ran), it returns a *Replayed with that answer. A request
+// that waits for another one with its key past its deadline is 409
+// idempotency_in_progress.
+func (s Store) Remember(ctx context.Context, tx *sql.Tx, owner Owner, key string, a *Answer) error {
 	d := s.Dialect
 	now := s.now()
 	headers, err := json.Marshal(a.Headers)
 	if err != nil {
 		return err
 	}
-	cols := []string{"organization_id", "client_id", "idempotency_key", "fingerprint", "status", "headers", "body", "created_at", "expires_at"}
-	vals := []any{organizationID, clientID, key, a.Fingerprint, a.Status, string(headers), string(a.Body),
+	const owned = 4 // the columns of the owner and the key, first
+	cols := []string{"organization_id", "client_id", "user_id", "idempotency_key", "fingerprint", "status", "headers", "body", "created_at", "expires_at"}
+	vals := []any{owner.OrganizationID, owner.ClientID, owner.UserID, key, a.Fingerprint, a.Status, string(headers), string(a.Body),
 		d.Timestamp(now), d.Timestamp(now.Add(s.TTLOrDefault()))}
 	text, args, err := d.SQL(sq.Insert(Table).Columns(cols...).Values(vals...).
-		Suffix("ON CONFLICT (organization_id, client_id, idempotency_key) DO NOTHING"))
+		Suffix("ON CONFLICT (organization_id, client_id, user_id, idempotency_key) DO NOTHING"))
 	if err != nil {
 		return err
 	}
@@ -202,7 +240,7 @@ func (s Store) Remember(ctx context.Context, tx *sql.Tx, organizationID, clientI
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return err
 	}
-	stored, err := s.Lookup(ctx, tx, organizationID, clientID, key)
+	stored, err := s.Lookup(ctx, tx, owner, key)
 	if err != nil {
 		return err
 	}
@@ -212,12 +250,11 @@ func (s Store) Remember(ctx context.Context, tx *sql.Tx, organizationID, clientI
 	// The key's row has expired: it is this request's now, unless another
 	// request took it first, whose answer is then given.
 	set := map[string]any{}
-	for i, c := range cols[3:] {
-		set[c] = vals[3+i]
+	for i, c := range cols[owned:] {
+		set[c] = vals[owned+i]
 	}
 	text, args, err = d.SQL(sq.Update(Table).SetMap(set).
-		Where("organization_id = ? AND client_id = ? AND idempotency_key = ? AND expires_at <= ?",
-			organizationID, clientID, key, d.Timestamp(now)))
+		Where(ownerAnd+"expires_at <= ?", owner.args(key, d.Timestamp(now))...))
 	if err != nil {
 		return err
 	}
@@ -228,7 +265,7 @@ func (s Store) Remember(ctx context.Context, tx *sql.Tx, organizationID, clientI
 	if n, err := res.RowsAffected(); err != nil || n == 1 {
 		return err
 	}
-	if stored, err = s.Lookup(ctx, tx, organizationID, clientID, key); err != nil || stored == nil {
+	if stored, err = s.Lookup(ctx, tx, owner, key); err != nil || stored == nil {
 		return errors.Join(err, errors.New("idempotency: the key's row changed while it was taken"))
 	}
 	return &Replayed{Answer: stored}

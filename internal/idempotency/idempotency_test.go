@@ -4,6 +4,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 func TestKey(t *testing.T) {
@@ -64,6 +67,34 @@ func TestFingerprint(t *testing.T) {
 			t.Fatalf("%s and %s share a fingerprint", name, other)
 		}
 		seen[fp] = name
+	}
+}
+
+// A key belongs to the token's organization and client, and to its user
+// unless the token is a client-credentials token.
+func TestOwnerOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		claims bearer.Claims
+		want   Owner
+	}{
+		{"client credentials", bearer.Claims{Subject: "app-1", ClientID: "c1", Grant: bearer.GrantClientCredentials, BranchIDs: []string{}},
+			Owner{OrganizationID: "o1", ClientID: "c1"}},
+		{"authorization code", bearer.Claims{Subject: "user-1", ClientID: "c1", Grant: bearer.GrantAuthorizationCode},
+			Owner{OrganizationID: "o1", ClientID: "c1", UserID: "user-1"}},
+		{"authorization code without its grant claim", bearer.Claims{Subject: "user-2", ClientID: "c1"},
+			Owner{OrganizationID: "o1", ClientID: "c1", UserID: "user-2"}},
+		{"product user", bearer.Claims{Subject: "user-3"},
+			Owner{OrganizationID: "o1", UserID: "user-3"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := OwnerOf(tenancy.Tenant{OrganizationID: "o1", Claims: &tc.claims}); got != tc.want {
+				t.Fatalf("OwnerOf = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 
