@@ -76,7 +76,8 @@ type Options struct {
 	// Retry-After: 1.
 	FailClosed bool
 	// OnError is called with every error of the Limiter, so that the host
-	// logs it and counts it. Nil means a warning on Logger with the
+	// logs it and counts it; not when the client left meanwhile (the
+	// request's context is done), which ends the request unanswered. Nil means a warning on Logger with the
 	// limit's name, the method and path, and the error: never the key or
 	// the query string.
 	OnError func(r *http.Request, err error)
@@ -282,6 +283,11 @@ func (m *middleware) several(next http.Handler) http.Handler {
 // failed applies the fail-open or fail-closed policy to a request whose
 // decision failed with err.
 func (m *middleware) failed(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	if r.Context().Err() != nil {
+		// The client left while the limiter decided: neither a failure of
+		// the limiter nor a request anyone waits for.
+		return
+	}
 	m.onError(r, err)
 	if m.failClosed {
 		m.errw.Write(w, r, apierrors.Unavailable("the rate limit could not be checked; retry later"))

@@ -205,6 +205,29 @@ func TestMiddlewareLimiterFails(t *testing.T) {
 	}
 }
 
+// A request whose client leaves while the limiter decides is no failure of
+// the limiter: OnError is not called, and the handler does not run.
+func TestMiddlewareClientLeft(t *testing.T) {
+	t.Parallel()
+	var errs atomic.Int64
+	next := &okHandler{}
+	h := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: &stubLimiter{err: context.Canceled},
+		Limit:   ratelimit.Limit{Name: "api", Quota: 10, Window: time.Minute},
+		OnError: func(*http.Request, error) { errs.Add(1) },
+	})(next)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil).WithContext(ctx))
+	assert.Zero(t, errs.Load(), "not a failure of the limiter")
+	assert.Zero(t, next.calls.Load(), "nobody waits for the answer")
+
+	// The same error while the client still waits is a failure.
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	assert.Equal(t, int64(1), errs.Load())
+	assert.Equal(t, int64(1), next.calls.Load())
+}
+
 // The default OnError warns on the Logger.
 func TestMiddlewareDefaultOnError(t *testing.T) {
 	t.Parallel()
