@@ -66,6 +66,11 @@ const (
 // UserAgent is the User-Agent header of deliveries.
 const UserAgent = "Waybill-Webhooks/1"
 
+// ContentType is the Content-Type header of deliveries: the body is one
+// CloudEvent in the structured mode of the CloudEvents HTTP binding, which
+// the CloudEvents SDKs read as such.
+const ContentType = "application/cloudevents+json"
+
 // Outcome is what became of one attempt of a delivery, or of its endpoint.
 type Outcome int
 
@@ -879,7 +884,7 @@ func (d *Dispatcher) post(ctx context.Context, rawURL string, h http.Header, bod
 		return res
 	}
 	req.Header = h
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", ContentType)
 	req.Header.Set("User-Agent", UserAgent)
 	resp, err := d.client.Do(req)
 	if err != nil {

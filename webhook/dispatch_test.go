@@ -43,7 +43,7 @@ func TestDispatcherDelivers(t *testing.T) {
 		assert.Equal(t, body, string(got.Body), "the body is the stored CloudEvent")
 		assert.Equal(t, ev.ID, got.Header.Get("webhook-id"))
 		assert.Equal(t, strconv.FormatInt(c.Now().Unix(), 10), got.Timestamp)
-		assert.Equal(t, "application/json", got.Header.Get("Content-Type"))
+		assert.Equal(t, "application/cloudevents+json", got.Header.Get("Content-Type"), "CloudEvents structured mode")
 		assert.Equal(t, "Waybill-Webhooks/1", got.Header.Get("User-Agent"))
 		require.NoError(t, webhook.Verify(secret, got.Header, got.Body), "package webhook's Verify agrees")
 
