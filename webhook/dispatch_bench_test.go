@@ -9,55 +9,66 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/query"
 )
 
-// BenchmarkDispatcherThroughput measures deliveries per second to a local
-// receiver: b.N events, each of its own record, fanned out and delivered
-// by one Dispatcher with 8 workers.
+// BenchmarkDispatcherThroughput measures deliveries per second from one
+// organization to a local receiver: b.N events, each of its own record,
+// fanned out and delivered by one Dispatcher with 8 workers, polling every
+// 5 ms as the tests do and every second as a server does (the default).
 func BenchmarkDispatcherThroughput(b *testing.B) {
 	for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
-		b.Run(d.String(), func(b *testing.B) {
-			e := newDispatchEnv(b, d)
-			var (
-				mu   sync.Mutex
-				got  int
-				done = make(chan struct{})
-			)
-			rc := newReceiver(b, func(*http.Request, string, []byte, int) int {
-				mu.Lock()
-				defer mu.Unlock()
-				if got++; got == b.N {
-					close(done)
-				}
-				return http.StatusOK
+		for _, poll := range []time.Duration{5 * time.Millisecond, time.Second} {
+			b.Run(d.String()+"/poll="+poll.String(), func(b *testing.B) {
+				benchmarkThroughput(b, d, poll)
 			})
-			_, secret := e.addEndpoint(endpointSpec{URL: rc.url("a"), Types: []string{"*"}})
-			rc.expect("a", secret)
-			now := time.Now()
-			for i := range b.N {
-				e.addEvent(e.org, "quotation.created", "", "rec-"+strconv.Itoa(i), now)
-			}
-			disp := e.dispatcher(nil)
-			ctx, cancel := context.WithCancel(context.Background())
-			b.ResetTimer()
-			start := time.Now()
-			run := make(chan error, 1)
-			go func() { run <- disp.Run(ctx) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Minute):
-				b.Fatal("not every event was delivered")
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			cancel()
-			require.NoError(b, <-run)
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
-		})
+		}
 	}
+}
+
+// benchmarkThroughput is one case of BenchmarkDispatcherThroughput.
+func benchmarkThroughput(b *testing.B, d query.Dialect, poll time.Duration) {
+	e := newDispatchEnv(b, d)
+	var (
+		mu   sync.Mutex
+		got  int
+		done = make(chan struct{})
+	)
+	rc := newReceiver(b, func(*http.Request, string, []byte, int) int {
+		mu.Lock()
+		defer mu.Unlock()
+		if got++; got == b.N {
+			close(done)
+		}
+		return http.StatusOK
+	})
+	_, secret := e.addEndpoint(endpointSpec{URL: rc.url("a"), Types: []string{"*"}})
+	rc.expect("a", secret)
+	now := time.Now()
+	for i := range b.N {
+		e.addEvent(e.org, "quotation.created", "", "rec-"+strconv.Itoa(i), now)
+	}
+	disp := e.dispatcher(nil)
+	disp.PollInterval = poll
+	ctx, cancel := context.WithCancel(context.Background())
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	run := make(chan error, 1)
+	go func() { run <- disp.Run(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatal("not every event was delivered")
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cancel()
+	require.NoError(b, <-run)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "deliveries/s")
 }
 
 // BenchmarkDispatcherLatency measures the time from the commit of an event
@@ -109,6 +120,82 @@ func BenchmarkDispatcherLatency(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// BenchmarkDispatcherBusyNeighbours measures how long a delivery of an
+// organization takes while two others keep a Dispatcher's workers busy:
+// each of them has a backlog of 100 deliveries to a receiver that never
+// answers (every attempt runs into the 1 s Timeout and is retried after
+// 1 s). It reports the median and the longest time from the commit of the
+// third organization's event (and Wake, as a server does after a write) to
+// the arrival of its webhook; one that takes over two minutes counts as
+// two minutes.
+func BenchmarkDispatcherBusyNeighbours(b *testing.B) {
+	for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
+		b.Run(d.String(), func(b *testing.B) {
+			const backlog, limit = 100, 2 * time.Minute
+			e := newDispatchEnv(b, d)
+			arrived := make(chan string, 1)
+			rc := newReceiver(b, func(r *http.Request, id string, _ []byte, _ int) int {
+				if r.URL.Path != "/fast" {
+					<-r.Context().Done() // the dispatcher gives up after its Timeout
+					return http.StatusServiceUnavailable
+				}
+				select {
+				case arrived <- id:
+				default:
+				}
+				return http.StatusOK
+			})
+			for _, name := range []string{"slow-a", "slow-b"} {
+				org := uuid.NewString()
+				_, secret := e.addEndpoint(endpointSpec{Org: org, URL: rc.url(name), Types: []string{"*"}})
+				rc.expect(name, secret)
+				for i := range backlog {
+					e.addEvent(org, "quotation.created", "", "rec-"+strconv.Itoa(i), time.Now())
+				}
+			}
+			third := uuid.NewString()
+			_, secret := e.addEndpoint(endpointSpec{Org: third, URL: rc.url("fast"), Types: []string{"*"}})
+			rc.expect("fast", secret)
+			disp := e.dispatcher(nil)
+			disp.Timeout, disp.Lease, disp.PollInterval = time.Second, 5*time.Second, time.Second
+			ctx, cancel := context.WithCancel(context.Background())
+			run := make(chan error, 1)
+			go func() { run <- disp.Run(ctx) }()
+			defer func() {
+				cancel()
+				require.NoError(b, <-run)
+			}()
+			// The slow organizations take the workers first.
+			time.Sleep(200 * time.Millisecond)
+			var lat []time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				ev := e.addEvent(third, "quotation.created", "", "third-"+strconv.Itoa(i), time.Now())
+				start := time.Now()
+				disp.Wake()
+				timeout := time.After(limit)
+			wait:
+				for {
+					select {
+					case id := <-arrived:
+						if id == ev.ID {
+							break wait
+						}
+					case <-timeout:
+						b.Logf("the third organization's delivery did not arrive in %s", limit)
+						break wait
+					}
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 		})
 	}
 }
