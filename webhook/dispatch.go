@@ -110,9 +110,13 @@ func (o Outcome) String() string {
 // an endpoint in the order of its events: a delivery waits while an
 // earlier delivery of the same record to the same endpoint is pending.
 // The deliveries of a disabled endpoint wait, pending, until it is enabled
-// again; it gets no new ones meanwhile. No organization has more than half
-// of a replica's Workers at once, so one whose endpoints hang until the
-// Timeout delays its own deliveries, not those of the others.
+// again; it gets no new ones meanwhile. The organizations with due
+// deliveries share a replica's Workers: none has more than half of them,
+// those that are busy at once split them evenly, keeping one free for an
+// organization that has nothing in flight, and a free worker goes to the
+// organization with the fewest in flight. So one whose endpoints hang
+// until the Timeout, with any backlog, delays its own deliveries, not
+// those of the others.
 //
 // The zero values of the optional fields are the documented defaults. A
 // Dispatcher must not be copied after its first use.
@@ -252,8 +256,9 @@ func (d *Dispatcher) Wake() {
 
 // Run delivers until ctx is done: it fans out new events, claims the due
 // deliveries and posts up to Workers of them at once, and waits for
-// PollInterval, Wake or a free worker before the next pass. Failures of the
-// database are logged and retried at the next pass. When ctx is done Run
+// PollInterval, Wake or the end of an attempt before the next pass.
+// Failures of the database are logged and retried at the next pass. When
+// ctx is done Run
 // claims nothing more, waits for the attempts in flight (each bounded by
 // Timeout) to finish and be recorded, and returns nil. It returns an error
 // only for settings that cannot work.
@@ -265,7 +270,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	slots := make(chan struct{}, d.workers())
-	fl := newInflight(d.workers())
+	fl := newInflight()
+	// finished holds a signal when an attempt ended since the last claim
+	// began: its worker is free, and an organization that was at its share
+	// may have room again.
 	finished := make(chan struct{}, 1)
 	// Attempts in flight finish and are recorded after ctx is done.
 	work := context.WithoutCancel(ctx)
@@ -280,12 +288,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				d.logger().Error("webhook: fan-out", "error", err)
 			}
 		}
-		free := cap(slots) - len(slots)
-		full := true
-		// After a worker became free, claim once half of them are: fewer,
-		// larger claims.
-		if free > 0 && (fanOut || free >= (cap(slots)+1)/2) && ctx.Err() == nil {
-			jobs, err := d.claim(ctx, free, fl)
+		if free := cap(slots) - len(slots); free > 0 && ctx.Err() == nil {
+			jobs, err := d.claim(ctx, free, cap(slots), fl)
 			if err != nil && ctx.Err() == nil {
 				d.logger().Error("webhook: claim deliveries", "error", err)
 			}
@@ -305,15 +309,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 					}
 				})
 			}
-			// More may be due: all that fit, or an organization's share.
-			full = len(jobs) > 0
 		}
-		// When the pass claimed deliveries more may be due: go on as soon
-		// as a worker is free.
-		var freed <-chan struct{}
-		if full {
-			freed = finished
-		}
+		// The end of an attempt may let more be claimed: a worker is free,
+		// its organization may have room again, and a delivery that waited
+		// for it (an earlier one of its record) becomes due. A signal left
+		// by an attempt that ended before the claim above costs one claim
+		// that finds nothing new, never a wait for the PollInterval.
 		timer := time.NewTimer(d.poll())
 		fanOut = true
 		select {
@@ -329,7 +330,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				}
 				spacing.Stop()
 			}
-		case <-freed:
+		case <-finished:
 			fanOut = false
 		case <-timer.C:
 		}
@@ -350,14 +351,13 @@ func (d *Dispatcher) RunOnce(ctx context.Context) (delivered int, err error) {
 	if err := d.fanOut(ctx); err != nil {
 		return 0, err
 	}
-	jobs, err := d.claim(ctx, d.workers(), newInflight(d.workers()))
-	if err != nil {
-		return 0, err
-	}
+	// A claim that failed in a later round still returns the deliveries
+	// it leased: they are posted, not left to their lease.
+	jobs, err := d.claim(ctx, d.workers(), d.workers(), newInflight())
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		errs []error
+		errs = []error{err}
 	)
 	for _, j := range jobs {
 		wg.Go(func() {

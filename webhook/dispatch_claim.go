@@ -1,12 +1,17 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
+
+	"github.com/waybillhq/waybill/query"
 )
 
 // job is a claimed delivery.
@@ -18,25 +23,13 @@ type job struct {
 }
 
 // inflight counts the attempts a replica has in flight per organization,
-// so that no organization takes more than half of its workers: a tenant
-// whose endpoints hang until the timeout slows its own deliveries, never
-// everyone's.
+// for the fair share of its workers (share).
 type inflight struct {
-	mu  sync.Mutex
-	n   map[string]int
-	max int
+	mu sync.Mutex
+	n  map[string]int
 }
 
-func newInflight(workers int) *inflight {
-	return &inflight{n: map[string]int{}, max: max(1, workers/2)}
-}
-
-// room returns how many more attempts org may start.
-func (f *inflight) room(org string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.max - f.n[org]
-}
+func newInflight() *inflight { return &inflight{n: map[string]int{}} }
 
 func (f *inflight) add(org string, n int) {
 	f.mu.Lock()
@@ -46,116 +39,232 @@ func (f *inflight) add(org string, n int) {
 	}
 }
 
-// full returns the organizations with no room left.
-func (f *inflight) full() []string {
+// counts returns a copy of the counts.
+func (f *inflight) counts() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []string
+	out := make(map[string]int, len(f.n))
 	for org, n := range f.n {
-		if n >= f.max {
-			out = append(out, org)
-		}
+		out[org] = n
 	}
 	return out
 }
 
-// claimCandidates is how many due deliveries a claim looks at for each one
-// it may take, and claimRounds how many times it looks: enough to fill the
-// workers when some organizations have no room left.
-const (
-	claimCandidates = 4
-	claimRounds     = 3
-)
+// dueOrg is an organization with due deliveries and when the oldest of
+// them became due.
+type dueOrg struct {
+	id  string
+	due time.Time
+}
 
-// claim leases up to n due deliveries to this replica, no more for one
-// organization than fl gives room for, and counts them in fl. It picks
-// among the due deliveries of the organizations with room, in the order
-// they are due, then leases its picks with an UPDATE that takes only those
-// still due and unleased: of two replicas that pick the same delivery, one
-// gets it. When an organization runs out of room while others wait, it
-// looks again without it.
-func (d *Dispatcher) claim(ctx context.Context, n int, fl *inflight) ([]job, error) {
+// share divides free workers of a replica of workers among the
+// organizations with due deliveries, orgs, given how many attempts each
+// organization has running: it returns how many more each may start.
+//
+// The organizations that are busy (with due deliveries or attempts
+// running) share the workers: none has more than workers/busy of them,
+// nor more than half of them, and each may have one. The free workers go
+// one at a time to the organization with the fewest running, the one
+// whose delivery has waited longest first, and the last free worker only
+// to an organization that has none running: organizations whose receivers
+// hang until the Timeout, with backlogs of any size, hold up their own
+// deliveries, never those of an organization that is not yet in flight.
+func share(workers, free int, orgs []dueOrg, running map[string]int) map[string]int {
+	busy := len(orgs)
+	for org := range running {
+		if !slices.ContainsFunc(orgs, func(o dueOrg) bool { return o.id == org }) {
+			busy++
+		}
+	}
+	limit := max(1, min(workers/2, workers/max(busy, 1)))
+	room := map[string]int{}
+	for free > 0 {
+		best := -1
+		for i, o := range orgs {
+			n := running[o.id] + room[o.id]
+			if n >= limit || n > 0 && free == 1 && workers > 1 {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			b := orgs[best]
+			if c := cmp.Compare(n, running[b.id]+room[b.id]); c < 0 || c == 0 && o.due.Before(b.due) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		room[orgs[best].id]++
+		free--
+	}
+	return room
+}
+
+// claimRounds is how many times a claim divides the free workers: an
+// organization whose due deliveries are fewer than its share (the others
+// wait for an earlier delivery of their record) leaves its room to the
+// others in the next round.
+const claimRounds = 3
+
+// claim leases up to n due deliveries to this replica, counts them in fl
+// and returns them. It finds the organizations with due deliveries, gives
+// each its share of the n workers (share), and picks the due deliveries of
+// each organization up to its share, in the order they are due, and
+// leases its picks with an UPDATE that takes only those still due and
+// unleased: of two replicas that pick the same delivery, one gets it. So
+// an organization with a backlog of thousands of deliveries takes no more
+// than its share, and the delivery of an idle organization behind it is
+// found at once.
+func (d *Dispatcher) claim(ctx context.Context, n, workers int, fl *inflight) ([]job, error) {
+	now := d.now()
+	orgs, err := d.dueOrgs(ctx, now)
+	if err != nil || len(orgs) == 0 {
+		return nil, err
+	}
 	var jobs []job
 	for range claimRounds {
-		got, more, err := d.claimRound(ctx, n-len(jobs), fl)
+		room := share(workers, n-len(jobs), orgs, fl.counts())
+		ids, got, err := d.pick(ctx, now, orgs, room)
 		if err != nil {
 			return jobs, err
 		}
-		jobs = append(jobs, got...)
-		if !more || len(jobs) == n {
+		leased, err := d.leaseJobs(ctx, now, ids, fl)
+		jobs = append(jobs, leased...)
+		if err != nil {
+			return jobs, err
+		}
+		// An organization with fewer due deliveries than its room has no
+		// more; the others may take what it left.
+		orgs = slices.DeleteFunc(orgs, func(o dueOrg) bool { return got[o.id] < room[o.id] })
+		if len(ids) == 0 || len(jobs) >= n || len(orgs) == 0 {
 			break
 		}
 	}
 	return jobs, nil
 }
 
-// claimRound is one look of claim. more reports whether it passed over
-// due deliveries of an organization that ran out of room.
-func (d *Dispatcher) claimRound(ctx context.Context, n int, fl *inflight) (jobs []job, more bool, err error) {
-	now := d.now()
-	lease := now.Add(d.lease())
+// dueOrgs returns the organizations that have due, unleased deliveries to
+// enabled endpoints, oldest first. It looks up the first such delivery of
+// each enabled endpoint in the index of the pending deliveries by endpoint
+// and time: its cost grows with the endpoints, not with the backlogs.
+func (d *Dispatcher) dueOrgs(ctx context.Context, now time.Time) ([]dueOrg, error) {
 	ts := d.Dialect.Timestamp(now)
-	due := sq.Select("d.id", "d.organization_id").From("waybill_webhook_deliveries d").
-		Join("waybill_webhook_endpoints e ON e.id = d.endpoint_id").
-		Where("d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)", ts, ts).
-		Where("e.status = 'enabled'").
-		Where(`NOT EXISTS (SELECT 1 FROM waybill_webhook_deliveries p
-		WHERE p.endpoint_id = d.endpoint_id AND p.record_id = d.record_id AND p.event_seq < d.event_seq AND p.status = 'pending')`).
-		OrderBy("d.next_attempt_at", "d.event_seq").Limit(uint64(claimCandidates * n))
-	if full := fl.full(); len(full) > 0 {
-		due = due.Where(sq.NotEq{"d.organization_id": full})
-	}
-	text, args, err := d.Dialect.SQL(due)
+	rows, err := d.DB.QueryContext(ctx, d.sql(`SELECT organization_id, due FROM (SELECT e.organization_id,
+	(SELECT d.next_attempt_at FROM waybill_webhook_deliveries d
+		WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+		ORDER BY d.next_attempt_at LIMIT 1) AS due
+	FROM waybill_webhook_endpoints e WHERE e.status = 'enabled') x
+WHERE due IS NOT NULL`), ts, ts)
 	if err != nil {
-		return nil, false, err
+		return nil, fmt.Errorf("webhook: claim: %w", err)
 	}
-	rows, err := d.DB.QueryContext(ctx, text, args...)
+	defer rows.Close()
+	oldest := map[string]time.Time{}
+	for rows.Next() {
+		var (
+			org string
+			due any
+		)
+		if err := rows.Scan(&org, &due); err != nil {
+			return nil, fmt.Errorf("webhook: claim: %w", err)
+		}
+		t, err := query.ScanTimestamp(due)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: claim: %w", err)
+		}
+		if o, ok := oldest[org]; !ok || t.Before(o) {
+			oldest[org] = t
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("webhook: claim: %w", err)
+	}
+	orgs := make([]dueOrg, 0, len(oldest))
+	for id, due := range oldest {
+		orgs = append(orgs, dueOrg{id: id, due: due})
+	}
+	slices.SortFunc(orgs, func(a, b dueOrg) int { return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.id, b.id)) })
+	return orgs, nil
+}
+
+// pick returns the ids of the oldest due deliveries of each organization
+// in room, up to its room, in one statement, and how many it found of
+// each.
+func (d *Dispatcher) pick(ctx context.Context, now time.Time, orgs []dueOrg, room map[string]int) (ids []any, got map[string]int, err error) {
+	ts := d.Dialect.Timestamp(now)
+	var (
+		parts []string
+		args  []any
+	)
+	for _, o := range orgs {
+		if room[o.id] <= 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf(`SELECT id, organization_id FROM (SELECT d.id, d.organization_id FROM waybill_webhook_deliveries d
+	JOIN waybill_webhook_endpoints e ON e.id = d.endpoint_id
+	WHERE d.organization_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
+	AND e.status = 'enabled'
+	AND NOT EXISTS (SELECT 1 FROM waybill_webhook_deliveries p
+		WHERE p.endpoint_id = d.endpoint_id AND p.record_id = d.record_id AND p.event_seq < d.event_seq AND p.status = 'pending')
+	ORDER BY d.next_attempt_at, d.event_seq LIMIT %d) o%d`, room[o.id], len(parts)))
+		args = append(args, o.id, ts, ts)
+	}
+	if len(parts) == 0 {
+		return nil, nil, nil
+	}
+	rows, err := d.DB.QueryContext(ctx, d.sql(strings.Join(parts, "\nUNION ALL\n")), args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("webhook: claim: %w", err)
+		return nil, nil, fmt.Errorf("webhook: claim: %w", err)
 	}
-	var picked []any
-	taken := map[string]int{}
-	for rows.Next() && len(picked) < n {
+	defer rows.Close()
+	got = map[string]int{}
+	for rows.Next() {
 		var id, org string
 		if err := rows.Scan(&id, &org); err != nil {
-			rows.Close()
-			return nil, false, fmt.Errorf("webhook: claim: %w", err)
+			return nil, nil, fmt.Errorf("webhook: claim: %w", err)
 		}
-		if taken[org] < fl.room(org) {
-			taken[org]++
-			picked = append(picked, id)
-		} else {
-			more = true
-		}
+		ids = append(ids, id)
+		got[org]++
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("webhook: claim: %w", err)
+		return nil, nil, fmt.Errorf("webhook: claim: %w", err)
 	}
+	return ids, got, nil
+}
+
+// leaseJobs leases the deliveries picked to this replica, those still due and
+// unleased, and counts them in fl.
+func (d *Dispatcher) leaseJobs(ctx context.Context, now time.Time, picked []any, fl *inflight) ([]job, error) {
 	if len(picked) == 0 {
-		return nil, more, nil
+		return nil, nil
 	}
-	text, args, err = d.Dialect.SQL(sq.Update("waybill_webhook_deliveries").Set("lease_until", d.Dialect.Timestamp(lease)).
+	ts := d.Dialect.Timestamp(now)
+	until := now.Add(d.lease())
+	text, args, err := d.Dialect.SQL(sq.Update("waybill_webhook_deliveries").Set("lease_until", d.Dialect.Timestamp(until)).
 		Where(sq.Eq{"id": picked}).Where("status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)", ts, ts).
 		Suffix("RETURNING id, endpoint_id, organization_id, event_id, event_seq, attempts"))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	leased, err := d.DB.QueryContext(ctx, text, args...)
 	if err != nil {
-		return nil, false, fmt.Errorf("webhook: claim: %w", err)
+		return nil, fmt.Errorf("webhook: claim: %w", err)
 	}
 	defer leased.Close()
+	var jobs []job
 	for leased.Next() {
-		j := job{lease: lease}
+		j := job{lease: until}
 		if err := leased.Scan(&j.id, &j.endpointID, &j.org, &j.eventID, &j.seq, &j.attempts); err != nil {
-			return nil, false, fmt.Errorf("webhook: claim: %w", err)
+			return nil, fmt.Errorf("webhook: claim: %w", err)
 		}
 		fl.add(j.org, 1)
 		jobs = append(jobs, j)
 	}
 	if err := leased.Err(); err != nil {
-		return nil, false, fmt.Errorf("webhook: claim: %w", err)
+		return nil, fmt.Errorf("webhook: claim: %w", err)
 	}
-	return jobs, more, nil
+	return jobs, nil
 }
