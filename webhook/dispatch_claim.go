@@ -111,13 +111,13 @@ const claimRounds = 3
 
 // claim leases up to n due deliveries to this replica, counts them in fl
 // and returns them. It finds the organizations with due deliveries, gives
-// each its share of the n workers (share), and picks the due deliveries of
-// each organization up to its share, in the order they are due, and
-// leases its picks with an UPDATE that takes only those still due and
-// unleased: of two replicas that pick the same delivery, one gets it. So
-// an organization with a backlog of thousands of deliveries takes no more
-// than its share, and the delivery of an idle organization behind it is
-// found at once.
+// each its share of the n free workers of the replica's workers (share),
+// picks the due deliveries of each up to its share, in the order they are
+// due, and leases its picks with an UPDATE that takes only those still due
+// and unleased: of two replicas that pick the same delivery, one gets it.
+// So an organization with a backlog of thousands of deliveries takes no
+// more than its share, and the delivery of an idle organization behind it
+// is found at once.
 func (d *Dispatcher) claim(ctx context.Context, n, workers int, fl *inflight) ([]job, error) {
 	now := d.now()
 	orgs, err := d.dueOrgs(ctx, now)

@@ -30,26 +30,24 @@ type result struct {
 // deliver makes one attempt of j and records it. The outcome is 0 when
 // nothing was recorded.
 func (d *Dispatcher) deliver(ctx context.Context, j job) (Outcome, error) {
-	var body string
-	err := d.DB.QueryRowContext(ctx, d.sql(`SELECT body FROM waybill_events WHERE organization_id = ? AND seq = ?`), j.org, j.seq).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return d.record(ctx, j, result{at: d.now(), err: errEventRemoved, final: true})
-	}
-	if err != nil {
-		return 0, fmt.Errorf("webhook: read the event: %w", err)
-	}
 	var (
 		rawURL, keyID string
 		sealed        []byte
+		event         sql.NullString
 	)
-	err = d.DB.QueryRowContext(ctx, d.sql(`SELECT url, secret, secret_key_id FROM waybill_webhook_endpoints WHERE id = ?`), j.endpointID).
-		Scan(&rawURL, &sealed, &keyID)
+	err := d.DB.QueryRowContext(ctx, d.sql(`SELECT p.url, p.secret, p.secret_key_id, e.body FROM waybill_webhook_endpoints p
+LEFT JOIN waybill_events e ON e.organization_id = ? AND e.seq = ? WHERE p.id = ?`), j.org, j.seq, j.endpointID).
+		Scan(&rawURL, &sealed, &keyID, &event)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil // deleted, with its deliveries
 	}
 	if err != nil {
-		return 0, fmt.Errorf("webhook: read the endpoint: %w", err)
+		return 0, fmt.Errorf("webhook: read the event and the endpoint: %w", err)
 	}
+	if !event.Valid {
+		return d.record(ctx, j, result{at: d.now(), err: errEventRemoved, final: true})
+	}
+	body := event.String
 	secret, err := openSecret(d.Sealer, j.endpointID, sealed, keyID)
 	var h http.Header
 	if err == nil {
