@@ -55,13 +55,15 @@ WHERE id = ? AND lease_until = ?`), args...)
 		code = res.code
 	}
 	// The delivery's row, updated above, stays locked: n is this
-	// transaction's to take.
-	var n int
-	if err := tx.QueryRowContext(ctx, d.sql(`SELECT coalesce(max(n), 0) + 1 FROM waybill_webhook_attempts WHERE delivery_id = ?`), j.id).Scan(&n); err != nil {
-		return 0, fmt.Errorf("webhook: record an attempt: %w", err)
+	// transaction's to take. The casts give PostgreSQL the types of the
+	// values that are not compared with a column.
+	at := "CAST(? AS text)"
+	if d.Dialect == query.Postgres {
+		at = "CAST(? AS timestamptz)"
 	}
 	if _, err := tx.ExecContext(ctx, d.sql(`INSERT INTO waybill_webhook_attempts (delivery_id, n, at, status_code, error, duration_ms)
-VALUES (?, ?, ?, ?, ?, ?)`), j.id, n, d.Dialect.Timestamp(res.at), code, res.err, res.duration.Milliseconds()); err != nil {
+SELECT CAST(? AS text), coalesce(max(n), 0) + 1, `+at+`, CAST(? AS integer), CAST(? AS text), CAST(? AS integer)
+FROM waybill_webhook_attempts WHERE delivery_id = ?`), j.id, d.Dialect.Timestamp(res.at), code, res.err, res.duration.Milliseconds(), j.id); err != nil {
 		return 0, fmt.Errorf("webhook: record an attempt: %w", err)
 	}
 	disabled := false
