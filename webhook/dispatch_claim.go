@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	sq "github.com/Masterminds/squirrel"
-
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -112,12 +110,10 @@ const claimRounds = 3
 // claim leases up to n due deliveries to this replica, counts them in fl
 // and returns them. It finds the organizations with due deliveries, gives
 // each its share of the n free workers of the replica's workers (share),
-// picks the due deliveries of each up to its share, in the order they are
-// due, and leases its picks with an UPDATE that takes only those still due
-// and unleased: of two replicas that pick the same delivery, one gets it.
-// So an organization with a backlog of thousands of deliveries takes no
-// more than its share, and the delivery of an idle organization behind it
-// is found at once.
+// and leases the due deliveries of each up to its share, in the order they
+// are due (leaseDue). So an organization with a backlog of thousands of
+// deliveries takes no more than its share, and the delivery of an idle
+// organization behind it is found at once.
 func (d *Dispatcher) claim(ctx context.Context, n, workers int, fl *inflight) ([]job, error) {
 	now := d.now()
 	orgs, err := d.dueOrgs(ctx, now)
@@ -127,11 +123,7 @@ func (d *Dispatcher) claim(ctx context.Context, n, workers int, fl *inflight) ([
 	var jobs []job
 	for range claimRounds {
 		room := share(workers, n-len(jobs), orgs, fl.counts())
-		ids, got, err := d.pick(ctx, now, orgs, room)
-		if err != nil {
-			return jobs, err
-		}
-		leased, err := d.leaseJobs(ctx, now, ids, fl)
+		leased, got, err := d.leaseDue(ctx, now, orgs, room, fl)
 		jobs = append(jobs, leased...)
 		if err != nil {
 			return jobs, err
@@ -139,7 +131,7 @@ func (d *Dispatcher) claim(ctx context.Context, n, workers int, fl *inflight) ([
 		// An organization with fewer due deliveries than its room has no
 		// more; the others may take what it left.
 		orgs = slices.DeleteFunc(orgs, func(o dueOrg) bool { return got[o.id] < room[o.id] })
-		if len(ids) == 0 || len(jobs) >= n || len(orgs) == 0 {
+		if len(leased) == 0 || len(jobs) >= n || len(orgs) == 0 {
 			break
 		}
 	}
@@ -190,11 +182,15 @@ WHERE due IS NOT NULL`), ts, ts)
 	return orgs, nil
 }
 
-// pick returns the ids of the oldest due deliveries of each organization
-// in room, up to its room, in one statement, and how many it found of
-// each.
-func (d *Dispatcher) pick(ctx context.Context, now time.Time, orgs []dueOrg, room map[string]int) (ids []any, got map[string]int, err error) {
+// leaseDue leases to this replica the oldest due deliveries of each
+// organization in room, up to its room, counts them in fl and returns
+// them, with how many it leased of each organization. It is one
+// statement: the picks, materialized once, and an UPDATE of those still
+// due and unleased when it runs, so that of two replicas that pick the
+// same delivery, one gets it.
+func (d *Dispatcher) leaseDue(ctx context.Context, now time.Time, orgs []dueOrg, room map[string]int, fl *inflight) ([]job, map[string]int, error) {
 	ts := d.Dialect.Timestamp(now)
+	until := now.Add(d.lease())
 	var (
 		parts []string
 		args  []any
@@ -203,7 +199,7 @@ func (d *Dispatcher) pick(ctx context.Context, now time.Time, orgs []dueOrg, roo
 		if room[o.id] <= 0 {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf(`SELECT id, organization_id FROM (SELECT d.id, d.organization_id FROM waybill_webhook_deliveries d
+		parts = append(parts, fmt.Sprintf(`SELECT id FROM (SELECT d.id FROM waybill_webhook_deliveries d
 	JOIN waybill_webhook_endpoints e ON e.id = d.endpoint_id
 	WHERE d.organization_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
 	AND e.status = 'enabled'
@@ -215,56 +211,28 @@ func (d *Dispatcher) pick(ctx context.Context, now time.Time, orgs []dueOrg, roo
 	if len(parts) == 0 {
 		return nil, nil, nil
 	}
-	rows, err := d.DB.QueryContext(ctx, d.sql(strings.Join(parts, "\nUNION ALL\n")), args...)
+	args = append(args, d.Dialect.Timestamp(until), ts, ts)
+	rows, err := d.DB.QueryContext(ctx, d.sql(`WITH picked AS MATERIALIZED (`+strings.Join(parts, "\nUNION ALL\n")+`)
+UPDATE waybill_webhook_deliveries SET lease_until = ? FROM picked
+WHERE waybill_webhook_deliveries.id = picked.id AND status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)
+RETURNING waybill_webhook_deliveries.id, endpoint_id, organization_id, event_id, event_seq, attempts`), args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("webhook: claim: %w", err)
 	}
 	defer rows.Close()
-	got = map[string]int{}
-	for rows.Next() {
-		var id, org string
-		if err := rows.Scan(&id, &org); err != nil {
-			return nil, nil, fmt.Errorf("webhook: claim: %w", err)
-		}
-		ids = append(ids, id)
-		got[org]++
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("webhook: claim: %w", err)
-	}
-	return ids, got, nil
-}
-
-// leaseJobs leases the deliveries picked to this replica, those still due and
-// unleased, and counts them in fl.
-func (d *Dispatcher) leaseJobs(ctx context.Context, now time.Time, picked []any, fl *inflight) ([]job, error) {
-	if len(picked) == 0 {
-		return nil, nil
-	}
-	ts := d.Dialect.Timestamp(now)
-	until := now.Add(d.lease())
-	text, args, err := d.Dialect.SQL(sq.Update("waybill_webhook_deliveries").Set("lease_until", d.Dialect.Timestamp(until)).
-		Where(sq.Eq{"id": picked}).Where("status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?)", ts, ts).
-		Suffix("RETURNING id, endpoint_id, organization_id, event_id, event_seq, attempts"))
-	if err != nil {
-		return nil, err
-	}
-	leased, err := d.DB.QueryContext(ctx, text, args...)
-	if err != nil {
-		return nil, fmt.Errorf("webhook: claim: %w", err)
-	}
-	defer leased.Close()
 	var jobs []job
-	for leased.Next() {
+	got := map[string]int{}
+	for rows.Next() {
 		j := job{lease: until}
-		if err := leased.Scan(&j.id, &j.endpointID, &j.org, &j.eventID, &j.seq, &j.attempts); err != nil {
-			return nil, fmt.Errorf("webhook: claim: %w", err)
+		if err := rows.Scan(&j.id, &j.endpointID, &j.org, &j.eventID, &j.seq, &j.attempts); err != nil {
+			return jobs, got, fmt.Errorf("webhook: claim: %w", err)
 		}
 		fl.add(j.org, 1)
+		got[j.org]++
 		jobs = append(jobs, j)
 	}
-	if err := leased.Err(); err != nil {
-		return nil, fmt.Errorf("webhook: claim: %w", err)
+	if err := rows.Err(); err != nil {
+		return jobs, got, fmt.Errorf("webhook: claim: %w", err)
 	}
-	return jobs, nil
+	return jobs, got, nil
 }
