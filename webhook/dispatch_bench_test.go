@@ -125,7 +125,7 @@ func benchmarkThroughputFloor(b *testing.B, d query.Dialect) {
 				}
 				_, _ = io.Copy(io.Discard, res.Body)
 				res.Body.Close()
-				if _, err := e.db.Exec(done, e.org, seq); err != nil {
+				if _, err := e.db.Exec(done, "delivered", e.org, seq); err != nil {
 					b.Error(err)
 					return
 				}
