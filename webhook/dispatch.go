@@ -258,10 +258,9 @@ func (d *Dispatcher) Wake() {
 // deliveries and posts up to Workers of them at once, and waits for
 // PollInterval, Wake or the end of an attempt before the next pass.
 // Failures of the database are logged and retried at the next pass. When
-// ctx is done Run
-// claims nothing more, waits for the attempts in flight (each bounded by
-// Timeout) to finish and be recorded, and returns nil. It returns an error
-// only for settings that cannot work.
+// ctx is done Run claims nothing more, waits for the attempts in flight
+// (each bounded by Timeout) to finish and be recorded, and returns nil. It
+// returns an error only for settings that cannot work.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.check(); err != nil {
 		return err
