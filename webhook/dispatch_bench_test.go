@@ -20,6 +20,15 @@ import (
 	"github.com/waybillhq/waybill/webhook"
 )
 
+// newBenchEnv is newDispatchEnv with a pool that keeps its connections, as
+// a server's does (database/sql keeps 2 idle by default, and every other
+// query would then open a connection).
+func newBenchEnv(b *testing.B, d query.Dialect) *dispatchEnv {
+	e := newDispatchEnv(b, d)
+	e.db.SetMaxIdleConns(8)
+	return e
+}
+
 // BenchmarkDispatcherThroughput measures deliveries per second from one
 // organization to a local receiver: b.N events, each of its own record,
 // fanned out and delivered by one Dispatcher with 8 workers, polling every
@@ -38,7 +47,7 @@ func BenchmarkDispatcherThroughput(b *testing.B) {
 
 // benchmarkThroughput is one case of BenchmarkDispatcherThroughput.
 func benchmarkThroughput(b *testing.B, d query.Dialect, poll time.Duration) {
-	e := newDispatchEnv(b, d)
+	e := newBenchEnv(b, d)
 	var (
 		mu   sync.Mutex
 		got  int
@@ -84,7 +93,7 @@ func benchmarkThroughput(b *testing.B, d query.Dialect, poll time.Duration) {
 // records the outcome in one committed UPDATE, which is the least a
 // delivery that survives a restart costs.
 func benchmarkThroughputFloor(b *testing.B, d query.Dialect) {
-	e := newDispatchEnv(b, d)
+	e := newBenchEnv(b, d)
 	rc := newReceiver(b, nil)
 	_, secret := e.addEndpoint(endpointSpec{URL: rc.url("a"), Types: []string{"*"}})
 	rc.expect("a", secret)
@@ -146,7 +155,7 @@ func benchmarkThroughputFloor(b *testing.B, d query.Dialect) {
 func BenchmarkDispatcherLatency(b *testing.B) {
 	for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
 		b.Run(d.String(), func(b *testing.B) {
-			e := newDispatchEnv(b, d)
+			e := newBenchEnv(b, d)
 			var (
 				mu      sync.Mutex
 				arrived = map[string]time.Time{}
@@ -205,7 +214,7 @@ func BenchmarkDispatcherBusyNeighbours(b *testing.B) {
 	for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
 		b.Run(d.String(), func(b *testing.B) {
 			const backlog, limit = 100, 2 * time.Minute
-			e := newDispatchEnv(b, d)
+			e := newBenchEnv(b, d)
 			arrived := make(chan string, 1)
 			rc := newReceiver(b, func(r *http.Request, id string, _ []byte, _ int) int {
 				if r.URL.Path != "/fast" {
