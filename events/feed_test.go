@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/query"
 )
 
 // TestEvents checks the events of each kind of write: their CloudEvents
@@ -82,6 +84,50 @@ func TestEvents(t *testing.T) {
 		deleted := evs[4]["data"].(map[string]any)
 		assert.Equal(t, map[string]any{"id": id}, deleted["record"], "a delete carries the id alone")
 		assert.Equal(t, []any{}, deleted["changed"])
+	})
+}
+
+// TestEventTimeIsTheRecordsUpdatedAt checks that an event's time is the
+// updated_at of the record it carries, as the API answered it, on a clock
+// with nanoseconds; a delete's is the time of the delete to the microsecond.
+func TestEventTimeIsTheRecordsUpdatedAt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, e *env) {
+		var (
+			mu  sync.Mutex
+			now = time.Date(2026, 11, 24, 10, 0, 0, 123456789, time.UTC)
+		)
+		e.registry.Now = func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			now = now.Add(time.Second)
+			return now
+		}
+		tok := e.codeToken(t, orgA, "u", allScopes...)
+		q := e.must(t, "POST", "/v1/"+a1+"/quotations", tok, `{"name": "first"}`)
+		require.Equal(t, http.StatusCreated, q.status, q.raw)
+		id := q.data()["id"].(string)
+		up := e.must(t, "PATCH", "/v1/"+a1+"/quotations/"+id, tok, `{"status": "sent"}`)
+		require.Equal(t, http.StatusOK, up.status, up.raw)
+		del := e.must(t, "DELETE", "/v1/"+a1+"/quotations/"+id, tok, "")
+		require.Equal(t, http.StatusOK, del.status, del.raw)
+		mu.Lock()
+		deletedAt := now
+		mu.Unlock()
+
+		evs, _ := e.follow(t, orgA, tok, "", "")
+		require.Len(t, evs, 4)
+		assert.Equal(t, q.data()["updated_at"], evs[0]["time"], "created")
+		assert.Equal(t, up.data()["updated_at"], evs[1]["time"], "updated")
+		assert.Equal(t, up.data()["updated_at"], evs[2]["time"], "status_changed")
+		for _, ev := range evs {
+			assert.True(t, strings.HasSuffix(ev["time"].(string), ".123456Z"), "to the microsecond, not rounded: %s", ev["time"])
+		}
+		assert.Equal(t, deletedAt.Truncate(time.Microsecond).Format("2006-01-02T15:04:05.000000Z"), evs[3]["time"], "deleted")
+		var stored any
+		require.NoError(t, e.db.QueryRow("SELECT time FROM waybill_events WHERE organization_id = $1 AND seq = 1", orgA).Scan(&stored))
+		at, err := query.ScanTimestamp(stored)
+		require.NoError(t, err)
+		assert.Equal(t, q.data()["updated_at"], at.Format("2006-01-02T15:04:05.000000Z"), "the time column too")
 	})
 }
 

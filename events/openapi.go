@@ -97,7 +97,7 @@ func (f *Feed) oaEventSchema() *openapi.Schema {
 		openapi.Prop("source", openapi.String("The record's path: `/v1/{scopeId}/{resource}/{id}`.")),
 		openapi.Prop("type", &openapi.Schema{Type: "string", Enum: types, Description: "The record's kind and the change: `created`, `updated`, `deleted`, or `status_changed` (an update that moved the status, which also gives `updated`)."}),
 		openapi.Prop("subject", uuid("The record's id.")),
-		openapi.Prop("time", &openapi.Schema{Type: "string", Format: "date-time", Description: "When the write happened."}),
+		openapi.Prop("time", &openapi.Schema{Type: "string", Format: "date-time", Description: "When the write happened, UTC, to the microsecond: the `updated_at` of the record in `data` (for a delete, when the record was deleted)."}),
 		openapi.Prop("datacontenttype", &openapi.Schema{Type: "string", Const: "application/json"}),
 		openapi.Prop("organizationid", uuid("The record's organization.")),
 		openapi.Prop("branchid", uuid("The record's branch; absent for organization-wide records.")),

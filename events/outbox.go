@@ -19,7 +19,8 @@ import (
 // Outbox (resource.Registry.Outbox). A write gives one event, of type
 // "<record>.created", "<record>.updated" or "<record>.deleted"; an update
 // that moves the resource's status field (resource.StatusFlow) gives a
-// second, "<record>.status_changed", right after the first.
+// second, "<record>.status_changed", right after the first. An event's time
+// is the write's, to the microsecond, as the record's updated_at is stored.
 //
 // On PostgreSQL an event is inserted unnumbered, one statement at the end
 // of the write's transaction, and writers never wait for each other:
@@ -72,8 +73,9 @@ func appendBody(b []byte, e *event, c *resource.Change, change string) []byte {
 	b = appendString(b, e.typ)
 	b = append(b, `,"subject":`...)
 	b = appendString(b, c.ID)
-	b = append(b, `,"time":`...)
-	b = appendString(b, c.Time.UTC().Format(time.RFC3339Nano))
+	b = append(b, `,"time":"`...)
+	b = eventTime(c).AppendFormat(b, query.SQLiteTimestampLayout)
+	b = append(b, '"')
 	b = append(b, `,"datacontenttype":"application/json","organizationid":`...)
 	b = appendString(b, c.Tenant.OrganizationID)
 	if c.BranchID != "" {
@@ -118,6 +120,12 @@ func appendBody(b []byte, e *event, c *resource.Change, change string) []byte {
 	return append(b, "}}"...)
 }
 
+// eventTime returns the time of the write c, UTC, to the microsecond: the
+// precision of the databases, so that an event's time is the updated_at of
+// the record it carries (for a delete, the time of the delete in the same
+// precision), never a moment after it.
+func eventTime(c *resource.Change) time.Time { return c.Time.UTC().Truncate(time.Microsecond) }
+
 // appendString appends s as a JSON string. Ids, paths and names, which
 // need no escape, are copied as they are; anything else goes through
 // encoding/json.
@@ -146,7 +154,7 @@ func branch(c *resource.Change) any {
 func appendPostgres(ctx context.Context, tx *sql.Tx, c *resource.Change, evs []*event) error {
 	var sb strings.Builder
 	sb.WriteString(`INSERT INTO ` + eventsTable + ` (organization_id, id, type, resource, branch_id, record_id, time, body) VALUES `)
-	args := []any{c.Tenant.OrganizationID, c.Resource.Name, branch(c), c.ID, c.Time.UTC()}
+	args := []any{c.Tenant.OrganizationID, c.Resource.Name, branch(c), c.ID, eventTime(c)}
 	for i, e := range evs {
 		if i > 0 {
 			sb.WriteString(", ")
@@ -177,7 +185,7 @@ ON CONFLICT (organization_id) DO UPDATE SET seq = seq + excluded.seq RETURNING s
 		}
 		sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		seq := last - int64(len(evs)-1-i)
-		args = append(args, c.Tenant.OrganizationID, seq, e.id, e.typ, c.Resource.Name, branch(c), c.ID, d.Timestamp(c.Time), string(e.body))
+		args = append(args, c.Tenant.OrganizationID, seq, e.id, e.typ, c.Resource.Name, branch(c), c.ID, d.Timestamp(eventTime(c)), string(e.body))
 	}
 	_, err = tx.ExecContext(ctx, sb.String(), args...)
 	return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,7 +32,8 @@ type receiver struct {
 	hold   chan struct{} // when not nil, every delivery waits for it to close
 	held   chan string   // the ids of the deliveries that are waiting
 	got    []map[string]any
-	count  map[string]int // deliveries by webhook-id, bad ones included
+	events []*cloudevents.Event // got, as the CloudEvents SDK read them
+	count  map[string]int       // deliveries by webhook-id, bad ones included
 	bad    []string
 }
 
@@ -62,14 +66,20 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		mac.Write([]byte(id + "." + ts + "." + string(body)))
 		want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
 		at, tsErr := strconv.ParseInt(ts, 10, 64)
-		if sig != want || tsErr != nil || time.Since(time.Unix(at, 0)).Abs() > 5*time.Minute || r.Header.Get("Content-Type") != "application/json" {
+		if sig != want || tsErr != nil || time.Since(time.Unix(at, 0)).Abs() > 5*time.Minute || r.Header.Get("Content-Type") != "application/cloudevents+json" {
 			problem = fmt.Sprintf("signature %q, timestamp %q, content type %q", sig, ts, r.Header.Get("Content-Type"))
 		}
 	}
 	var ev map[string]any
+	var ce *cloudevents.Event
 	if problem == "" {
-		if err := json.Unmarshal(body, &ev); err != nil || ev["id"] != id {
-			problem = fmt.Sprintf("body %s is not the event %s", body, id)
+		// As a receiver built on the CloudEvents SDK reads it.
+		req := r.Clone(r.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if ce, err = cehttp.NewEventFromHTTPRequest(req); err != nil || ce.ID() != id {
+			problem = fmt.Sprintf("the CloudEvents HTTP binding reads no event %s from %s: %v", id, body, err)
+		} else if err := json.Unmarshal(body, &ev); err != nil {
+			problem = fmt.Sprintf("body %s: %v", body, err)
 		}
 	}
 	rc.mu.Lock()
@@ -80,6 +90,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc.got = append(rc.got, ev)
+	rc.events = append(rc.events, ce)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -160,7 +171,28 @@ func TestWebhooks(t *testing.T) {
 			assert.Empty(t, rc.bad)
 			rc.mu.Lock()
 			assert.Equal(t, qid, rc.got[0]["subject"])
+			ces := rc.events
 			rc.mu.Unlock()
+
+			// The events, as the CloudEvents SDK read them, carry the times
+			// of the record as the API answers it.
+			get := swDo(t, "GET", w.base+"/v1/"+w.branch+"/quotations/"+qid, w.token, "", nil)
+			require.Equal(t, http.StatusOK, get.status, get.body)
+			record := get.json(t)["data"].(map[string]any)
+			require.Len(t, ces, 3)
+			for i, want := range []string{record["created_at"].(string), record["updated_at"].(string), record["updated_at"].(string)} {
+				assert.Equal(t, "/v1/"+w.branch+"/quotations/"+qid, ces[i].Source())
+				assert.Equal(t, rc.types()[i], ces[i].Type())
+				assert.Equal(t, want, ces[i].Time().UTC().Format("2006-01-02T15:04:05.000000Z"), "the time of %s", ces[i].Type())
+				var data struct {
+					Record map[string]any `json:"record"`
+				}
+				require.NoError(t, json.Unmarshal(ces[i].Data(), &data))
+				assert.Equal(t, qid, data.Record["id"])
+				if i == 2 {
+					assert.Equal(t, record, data.Record, "the last event carries the record as it is")
+				}
+			}
 
 			// The receiver keeps a delivery when it arrives; the server records
 			// it once the answer is back.

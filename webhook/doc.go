@@ -37,8 +37,9 @@
 //     ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body" under the
 //     key in the secret after "whsec_"). A receiver needs only Verify.
 //
-// A delivery is a POST of the event's CloudEvent JSON (Content-Type
-// application/json). Delivery is at least once: a receiver treats
+// A delivery is a POST of the event's CloudEvent JSON in the structured
+// mode of the CloudEvents HTTP binding (Content-Type
+// application/cloudevents+json, ContentType). Delivery is at least once: a receiver treats
 // webhook-id as the key of what it handled, so that a delivery sent again
 // (a retry after a timeout, a replica that died after sending) is
 // acknowledged without being handled twice.

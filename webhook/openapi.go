@@ -100,7 +100,7 @@ func (a *API) oaDelivery(d *openapi.Document) {
 	}
 	d.Webhooks = map[string]*openapi.PathItem{"event": {Post: &openapi.Operation{
 		Tags: []string{oaTag}, Summary: "An event, delivered to an endpoint", OperationID: "deliverEvent",
-		Description: "What a webhook endpoint receives: a POST of one event's CloudEvent JSON, signed as the Standard Webhooks specification says. " +
+		Description: "What a webhook endpoint receives: a POST of one event's CloudEvent JSON in structured mode (`Content-Type: application/cloudevents+json`), signed as the Standard Webhooks specification says. " +
 			"Verify the signature before anything else (with the `whsec_` secret of the endpoint), and handle each `webhook-id` once: " +
 			"a delivery may come again (a retry after a timeout, a replica that stopped after sending). The events of one record come in their order.",
 		Parameters: []*openapi.Parameter{
@@ -109,7 +109,8 @@ func (a *API) oaDelivery(d *openapi.Document) {
 			header("webhook-signature", "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` under the base64-decoded part of the secret after `whsec_`; "+
 				"several space-separated signatures may come, one of which must match.", &openapi.Schema{Type: "string"}),
 		},
-		RequestBody: &openapi.RequestBody{Description: "The event.", Required: true, Content: openapi.JSON(openapi.SchemaRef("CloudEvent"))},
+		RequestBody: &openapi.RequestBody{Description: "The event, in the structured mode of the CloudEvents HTTP binding.", Required: true,
+			Content: map[string]*openapi.MediaType{ContentType: {Schema: openapi.SchemaRef("CloudEvent")}}},
 		Responses: map[string]*openapi.Response{
 			"2XX":     {Description: "Delivered: any 2xx answer ends the delivery."},
 			"default": {Description: "Any other answer (a redirect included), or none within the server's timeout: the attempt failed, and the delivery is tried again with backoff for about a day."},
@@ -120,7 +121,7 @@ func (a *API) oaDelivery(d *openapi.Document) {
 
 const oaTagDescription = "The HTTP endpoints an organization registers to receive its events as webhooks, signed as the Standard Webhooks specification says " +
 	"(headers `webhook-id`, the event id; `webhook-timestamp`; `webhook-signature: v1,<base64 HMAC-SHA256 of \"id.timestamp.body\">` under the key " +
-	"of the endpoint's `whsec_` secret). The body of a delivery is the event's CloudEvent JSON; any 2xx answer is success, anything else is retried " +
+	"of the endpoint's `whsec_` secret). The body of a delivery is the event's CloudEvent JSON (structured mode, `Content-Type: application/cloudevents+json`); any 2xx answer is success, anything else is retried " +
 	"with backoff, and an endpoint that keeps failing is disabled with its `disabled_reason`.\n\n" +
 	"An endpoint gets the events committed after its creation whose type matches `event_types`, of the branches in `branch_ids` (null: every branch), " +
 	"and only those that the token that registered it or changed it last could read: the resources whose read scope it had and, for a " +

@@ -113,7 +113,7 @@ func TestOpenAPI(t *testing.T) {
 		headers = append(headers, p.(map[string]any)["name"].(string))
 	}
 	assert.Equal(t, []string{"webhook-id", "webhook-timestamp", "webhook-signature"}, headers)
-	assert.Equal(t, "#/components/schemas/CloudEvent", hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)["$ref"])
+	assert.Equal(t, "#/components/schemas/CloudEvent", hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/cloudevents+json"].(map[string]any)["schema"].(map[string]any)["$ref"])
 	assert.Contains(t, schemas, "CloudEvent")
 
 	// Safe writes: the writes take Idempotency-Key, and the endpoint's

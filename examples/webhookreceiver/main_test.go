@@ -119,7 +119,7 @@ func signedRequest(t *testing.T, secret, id string, body []byte) *http.Request {
 	for k, v := range hdr {
 		r.Header[k] = v
 	}
-	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Content-Type", "application/cloudevents+json")
 	return r
 }
 

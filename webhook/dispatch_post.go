@@ -1,0 +1,163 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// result is the result of an attempt.
+type result struct {
+	at       time.Time
+	code     int // 0: no HTTP answer
+	err      string
+	duration time.Duration
+	// final: the delivery cannot succeed, whatever the endpoint does; it
+	// fails now and does not count against the endpoint.
+	final bool
+}
+
+// deliver makes one attempt of j and records it. The outcome is 0 when
+// nothing was recorded.
+func (d *Dispatcher) deliver(ctx context.Context, j job) (Outcome, error) {
+	var (
+		rawURL, keyID string
+		sealed        []byte
+		event         sql.NullString
+	)
+	err := d.DB.QueryRowContext(ctx, d.sql(`SELECT p.url, p.secret, p.secret_key_id, e.body FROM waybill_webhook_endpoints p
+LEFT JOIN waybill_events e ON e.organization_id = ? AND e.seq = ? WHERE p.id = ?`), j.org, j.seq, j.endpointID).
+		Scan(&rawURL, &sealed, &keyID, &event)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil // deleted, with its deliveries
+	}
+	if err != nil {
+		return 0, fmt.Errorf("webhook: read the event and the endpoint: %w", err)
+	}
+	if !event.Valid {
+		return d.record(ctx, j, result{at: d.now(), err: errEventRemoved, final: true})
+	}
+	body := event.String
+	secret, err := openSecret(d.Sealer, j.endpointID, sealed, keyID)
+	var h http.Header
+	if err == nil {
+		h, err = Sign(secret, j.eventID, d.now(), []byte(body))
+	}
+	if err != nil {
+		d.logger().Error("webhook: the signing secret of an endpoint cannot be used", "endpoint", j.endpointID, "error", err)
+		return 0, d.release(ctx, j)
+	}
+	return d.record(ctx, j, d.post(ctx, rawURL, h, []byte(body)))
+}
+
+// openSecret returns the signing secret of an endpoint, stored sealed by
+// sealer under keyID (in clear when keyID is "").
+func openSecret(sealer Sealer, endpointID string, sealed []byte, keyID string) (string, error) {
+	if keyID == "" {
+		return string(sealed), nil
+	}
+	if sealer == nil {
+		return "", fmt.Errorf("webhook: the secret is sealed under key %q and there is no Sealer", keyID)
+	}
+	secret, err := sealer.Open(sealed, []byte(endpointID), keyID)
+	if err != nil {
+		return "", fmt.Errorf("webhook: open the secret: %w", err)
+	}
+	return string(secret), nil
+}
+
+// post makes one attempt: it posts body with the signed headers h.
+func (d *Dispatcher) post(ctx context.Context, rawURL string, h http.Header, body []byte) result {
+	res := result{at: d.now()}
+	start := time.Now()
+	defer func() { res.duration = time.Since(start) }()
+	ctx, cancel := context.WithTimeout(ctx, d.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
+	if err != nil {
+		res.err = "the URL cannot be used: " + unwrapURLError(err)
+		res.duration = time.Since(start)
+		return res
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set("User-Agent", UserAgent)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		var timeout interface{ Timeout() bool }
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout() {
+			res.err = "no answer within " + d.timeout().String()
+		} else {
+			res.err = unwrapURLError(err)
+		}
+		res.duration = time.Since(start)
+		return res
+	}
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	_ = resp.Body.Close()
+	res.code, res.duration = resp.StatusCode, time.Since(start)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		res.err = "HTTP " + strconv.Itoa(resp.StatusCode)
+		if text := printable(answer, maxErrorBody); text != "" {
+			res.err += ": " + text
+		}
+	}
+	return res
+}
+
+// unwrapURLError returns the text of err without the method and URL that
+// *url.Error adds: the URL is the endpoint's, shown elsewhere.
+func unwrapURLError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// printable returns up to limit bytes of b as printable text: invalid
+// UTF-8 and control characters become spaces, runs of spaces one.
+func printable(b []byte, limit int) string {
+	var sb strings.Builder
+	space := false
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		b = b[size:]
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			r = ' '
+		}
+		if r == ' ' {
+			if space {
+				continue
+			}
+			space = true
+		} else {
+			space = false
+		}
+		if sb.Len()+utf8.RuneLen(r) > limit {
+			break
+		}
+		sb.WriteRune(r)
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// release gives j back without an attempt, to be tried after secretRetry.
+func (d *Dispatcher) release(ctx context.Context, j job) error {
+	_, err := d.DB.ExecContext(ctx, d.sql(`UPDATE waybill_webhook_deliveries SET lease_until = NULL, next_attempt_at = ?
+WHERE id = ? AND lease_until = ?`), d.Dialect.Timestamp(d.now().Add(secretRetry)), j.id, d.Dialect.Timestamp(j.lease))
+	if err != nil {
+		return fmt.Errorf("webhook: release a delivery: %w", err)
+	}
+	return nil
+}
