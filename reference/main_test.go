@@ -232,45 +232,41 @@ func TestRunServePostgres(t *testing.T) {
 	assert.JSONEq(t, `{"applied":[]}`, out, "serve migrated the database")
 }
 
-// TestRunNoArgs checks that "waybill" alone is "waybill serve --demo", and
-// that WAYBILL_ADDR supplies the address.
+// TestRunNoArgs checks that "waybill" alone is "waybill serve --demo", with
+// WAYBILL_ADDR supplying the address, and that flags without a command are
+// the flags of "waybill serve --demo", as "go run ./reference --addr
+// HOST:PORT" users type them.
 func TestRunNoArgs(t *testing.T) {
 	t.Parallel()
-	dbURL := "sqlite://" + testdb.SQLitePath(t)
-	url, _, stop := startRun(t, nil, env(map[string]string{
-		"WAYBILL_ADDR":         "127.0.0.1:0",
-		"WAYBILL_DATABASE_URL": dbURL,
-	}))
+	tests := []struct {
+		name string
+		args func(dbURL string) []string
+		env  func(dbURL string) map[string]string
+	}{
+		{"no arguments", func(string) []string { return nil }, func(dbURL string) map[string]string {
+			return map[string]string{"WAYBILL_ADDR": "127.0.0.1:0", "WAYBILL_DATABASE_URL": dbURL}
+		}},
+		{"flags only", func(dbURL string) []string { return []string{"--addr", "127.0.0.1:0", "--database-url", dbURL} },
+			func(string) map[string]string { return nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := "sqlite://" + testdb.SQLitePath(t)
+			url, _, stop := startRun(t, tt.args(dbURL), env(tt.env(dbURL)))
 
-	resp, _ := get(t, http.MethodGet, url+"/healthz")
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	require.NoError(t, stop())
+			resp, _ := get(t, http.MethodGet, url+"/healthz")
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			require.NoError(t, stop())
 
-	db, _, err := openDB(t.Context(), dbURL, defaultDBMaxConns)
-	require.NoError(t, err)
-	defer db.Close()
-	var demo int
-	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM organizations WHERE name = 'Demo Transport'").Scan(&demo))
-	assert.Equal(t, 1, demo, "--demo seeded its organization")
-}
-
-// TestRunFlagsOnly checks that flags without a command are the flags of
-// "waybill serve --demo", as "go run ./reference --addr HOST:PORT" users type them.
-func TestRunFlagsOnly(t *testing.T) {
-	t.Parallel()
-	dbURL := "sqlite://" + testdb.SQLitePath(t)
-	url, _, stop := startRun(t, []string{"--addr", "127.0.0.1:0", "--database-url", dbURL}, env(nil))
-
-	resp, _ := get(t, http.MethodGet, url+"/healthz")
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	require.NoError(t, stop())
-
-	db, _, err := openDB(t.Context(), dbURL, defaultDBMaxConns)
-	require.NoError(t, err)
-	defer db.Close()
-	var demo int
-	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM organizations WHERE name = 'Demo Transport'").Scan(&demo))
-	assert.Equal(t, 1, demo, "--demo seeded its organization")
+			db, _, err := openDB(t.Context(), dbURL, defaultDBMaxConns)
+			require.NoError(t, err)
+			defer db.Close()
+			var demo int
+			require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM organizations WHERE name = 'Demo Transport'").Scan(&demo))
+			assert.Equal(t, 1, demo, "--demo seeded its organization")
+		})
+	}
 }
 
 func TestRunErrors(t *testing.T) {
