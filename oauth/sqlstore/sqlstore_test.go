@@ -74,6 +74,17 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+func TestConnectedAppStoreConformance(t *testing.T) {
+	for _, dc := range dialects {
+		t.Run(dc.name, func(t *testing.T) {
+			t.Parallel()
+			oauthtest.TestConnectedAppStore(t, func(t *testing.T) oauth.Store {
+				return newStore(t, dc.open(t), dc.dialect)
+			})
+		})
+	}
+}
+
 func TestMigrateTwice(t *testing.T) {
 	for _, dc := range dialects {
 		t.Run(dc.name, func(t *testing.T) {
