@@ -423,13 +423,16 @@ func TestRevokedTokenRefused(t *testing.T) {
 // TestWaybillDB checks that the service does not start without the token
 // service's database, which it needs to refuse revoked tokens.
 func TestWaybillDB(t *testing.T) {
-	for _, tc := range []struct{ name, url, says string }{
-		{"missing file", "sqlite://" + filepath.Join(t.TempDir(), "nope.db"), "is not the database of a Waybill token service"},
-		{"not a token service's", "sqlite://" + filepath.Join(t.TempDir(), "fleet.db"), "is not the database of a Waybill token service"},
-		{"not a database URL", "waybill.db", "want the token service's --database-url"},
+	for _, tc := range []struct {
+		name, url, says string
+		exists          bool // the file at url is a database, of another service
+	}{
+		{"missing file", "sqlite://" + filepath.Join(t.TempDir(), "nope.db"), "is not the database of a Waybill token service", false},
+		{"not a token service's", "sqlite://" + filepath.Join(t.TempDir(), "fleet.db"), "is not the database of a Waybill token service", true},
+		{"not a database URL", "waybill.db", "want the token service's --database-url", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "not a token service's" {
+			if tc.exists {
 				db, err := openDB(context.Background(), strings.TrimPrefix(tc.url, "sqlite://"))
 				require.NoError(t, err)
 				require.NoError(t, db.Close())
