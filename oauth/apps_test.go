@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -90,7 +91,7 @@ func TestAppRegistrationAndRotation(t *testing.T) {
 		stored, err := e.store.App(context.Background(), clientID)
 		require.NoError(t, err)
 		assert.NotContains(t, string(stored.SecretHash), secret, "only the hash is stored")
-		assert.Equal(t, oauth.HashSecret(secret), stored.SecretHash)
+		assert.Equal(t, sha256Of(secret), stored.SecretHash, "the secret is stored as its SHA-256 only")
 
 		t.Run("refusals", func(t *testing.T) {
 			ccToken := e.post(t, oauth.PathToken, url.Values{"grant_type": {"client_credentials"}}, &[2]string{e.app.ClientID, e.secret}, false).str("access_token")
@@ -203,4 +204,11 @@ func TestMetadata(t *testing.T) {
 	e.srv.ScopesSupported = []string{"svc:orders:read", "svc:orders:write"}
 	r = do(t, req)
 	assert.Equal(t, []any{"svc:orders:read", "svc:orders:write"}, r.body["scopes_supported"])
+}
+
+// sha256Of returns the SHA-256 of s, the one form in which the token
+// service stores secrets, codes and refresh tokens.
+func sha256Of(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
 }

@@ -251,7 +251,7 @@ func (s *Server) DisconnectApp(ctx context.Context, organizationID, clientID str
 	}
 	if own {
 		// First, so that the app gets no token after the cut-off.
-		if err := s.Store.SetSecretHash(ctx, clientID, HashSecret(NewSecret())); err != nil {
+		if err := s.Store.SetSecretHash(ctx, clientID, hashSecret(NewSecret())); err != nil {
 			return nil, apierrors.Internal(fmt.Errorf("oauth: disable app: %w", err))
 		}
 	}

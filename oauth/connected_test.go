@@ -141,7 +141,7 @@ func TestConnectedApps(t *testing.T) {
 		_, err = e.srv.ExchangeCode(ctx, e.other, pending, redirect, verifier)
 		assert.ErrorContains(t, err, "invalid")
 		raced := oauth.NewSecret()
-		require.NoError(t, e.store.SaveRefreshToken(ctx, &oauth.RefreshToken{Hash: oauth.HashSecret(raced), FamilyID: "raced-family",
+		require.NoError(t, e.store.SaveRefreshToken(ctx, &oauth.RefreshToken{Hash: sha256Of(raced), FamilyID: "raced-family",
 			ClientID: e.other.ClientID, UserID: adminID, OrganizationID: orgID, Scopes: []string{"svc:orders:read"},
 			ExpiresAt: e.clock.Now().Add(time.Hour), AuthorizedAt: e.clock.Now().Add(-time.Second)}))
 		e.srv.CutOffs = cutoffs
@@ -156,9 +156,9 @@ func TestConnectedApps(t *testing.T) {
 		assert.NotNil(t, apps[[2]string{e.other.ClientID, oauth.KindClientCredentials}]["disconnected_at"])
 
 		// A secret rotation enables the app again; its new tokens pass.
-		secret, err := e.srv.RotateSecret(ctx, e.other.ClientID)
+		rotation, err := e.srv.RotateAppSecret(ctx, e.other.ClientID, false)
 		require.NoError(t, err)
-		app, err := e.srv.AuthenticateClient(ctx, e.other.ClientID, secret, "")
+		app, err := e.srv.AuthenticateClient(ctx, e.other.ClientID, rotation.ClientSecret, "")
 		require.NoError(t, err)
 		e.clock.Advance(time.Second)
 		tok, err := e.srv.ClientCredentials(ctx, &oauth.App{ID: app.ID, ClientID: app.ClientID, Name: app.Name, OrganizationID: app.OrganizationID,

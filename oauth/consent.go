@@ -501,7 +501,7 @@ func (s *Server) loginCSRF(cookie string) string {
 // cookie, setting a new one when the browser has none. The cookie is kept
 // across page loads so that two open sign-in tabs both work.
 func (s *Server) loginCSRFCookie(w http.ResponseWriter, r *http.Request) string {
-	if c, err := r.Cookie(loginCSRFCookieName); err == nil && ValidChallenge(c.Value) {
+	if c, err := r.Cookie(loginCSRFCookieName); err == nil && validChallenge(c.Value) {
 		return c.Value // 43 base64url characters, as NewSecret makes them
 	}
 	v := NewSecret()

@@ -157,7 +157,7 @@ func (m *consentStore) codeFor(code string) *Code {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range m.codes {
-		if SecretMatches(code, c.Hash) {
+		if secretMatches(code, c.Hash) {
 			return c
 		}
 	}

@@ -632,7 +632,7 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 	} else if !apierrors.HasCode(err, apierrors.CodeInvalidToken) {
 		return nil, err
 	}
-	rt, err := s.Store.RefreshToken(r.Context(), HashSecret(token))
+	rt, err := s.Store.RefreshToken(r.Context(), hashSecret(token))
 	if errors.Is(err, ErrNotFound) {
 		return &Introspection{Active: false}, nil
 	} else if err != nil {

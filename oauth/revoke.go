@@ -35,7 +35,7 @@ func (s *Server) RevokeToken(ctx context.Context, app *App, token string) error 
 		return apierrors.InvalidRequest("token is required")
 	}
 	now := s.now()
-	rt, err := s.Store.RefreshToken(ctx, HashSecret(token))
+	rt, err := s.Store.RefreshToken(ctx, hashSecret(token))
 	switch {
 	case err == nil:
 		if rt.ClientID != app.ClientID {
@@ -102,8 +102,9 @@ type SecretRotation struct {
 	Tokens string `json:"tokens"`
 }
 
-// RotateAppSecret gives the app a new secret, as RotateSecret does, and
-// with revokeTokens then revokes its tokens, as RevokeAppTokens does: its
+// RotateAppSecret gives the app a new client secret, shown this once in
+// the answer (the old one stops working at once), and with revokeTokens
+// then revokes its tokens, as RevokeAppTokens does: its
 // refresh tokens and authorization-code access tokens fail at once. Its
 // client-credentials access tokens cannot be revoked and live out their
 // lifetime; the answer says until when. The secret changes first, so no
@@ -111,7 +112,7 @@ type SecretRotation struct {
 // exchange that authenticated with the old secret just before the rotation
 // may still save its family just after the revocation.
 func (s *Server) RotateAppSecret(ctx context.Context, clientID string, revokeTokens bool) (*SecretRotation, error) {
-	secret, err := s.RotateSecret(ctx, clientID)
+	secret, err := s.rotateSecret(ctx, clientID)
 	if err != nil {
 		return nil, err
 	}

@@ -17,15 +17,15 @@ func NewSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// HashSecret returns the SHA-256 of a secret, the only form in which
+// hashSecret returns the SHA-256 of a secret, the only form in which
 // secrets, codes and refresh tokens are stored.
-func HashSecret(secret string) []byte {
+func hashSecret(secret string) []byte {
 	h := sha256.Sum256([]byte(secret))
 	return h[:]
 }
 
-// SecretMatches reports, in constant time, whether secret hashes to hash.
-func SecretMatches(secret string, hash []byte) bool {
+// secretMatches reports, in constant time, whether secret hashes to hash.
+func secretMatches(secret string, hash []byte) bool {
 	h := sha256.Sum256([]byte(secret))
 	return subtle.ConstantTimeCompare(h[:], hash) == 1
 }
@@ -37,9 +37,9 @@ func S256Challenge(verifier string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-// ValidVerifier reports whether s is a PKCE code verifier: 43 to 128
+// validVerifier reports whether s is a PKCE code verifier: 43 to 128
 // characters of [A-Za-z0-9-._~] (RFC 7636 section 4.1).
-func ValidVerifier(s string) bool {
+func validVerifier(s string) bool {
 	if len(s) < 43 || len(s) > 128 {
 		return false
 	}
@@ -51,9 +51,9 @@ func ValidVerifier(s string) bool {
 	return true
 }
 
-// ValidChallenge reports whether s can be an S256 code challenge: 43
+// validChallenge reports whether s can be an S256 code challenge: 43
 // base64url characters, the encoding of 32 bytes.
-func ValidChallenge(s string) bool {
+func validChallenge(s string) bool {
 	if len(s) != 43 {
 		return false
 	}
@@ -61,10 +61,10 @@ func ValidChallenge(s string) bool {
 	return err == nil
 }
 
-// VerifierMatches reports, in constant time, whether verifier is valid and
+// verifierMatches reports, in constant time, whether verifier is valid and
 // its S256 challenge is challenge.
-func VerifierMatches(verifier, challenge string) bool {
-	if !ValidVerifier(verifier) {
+func verifierMatches(verifier, challenge string) bool {
+	if !validVerifier(verifier) {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(S256Challenge(verifier)), []byte(challenge)) == 1

@@ -145,7 +145,7 @@ type Token struct {
 
 // dummyHash is compared against when a client id is unknown, so that the
 // time taken does not reveal which client ids exist.
-var dummyHash = HashSecret("no such client")
+var dummyHash = hashSecret("no such client")
 
 // AuthenticateClient returns the app with clientID if secret is its
 // secret. A failure is invalid_client, whose WWW-Authenticate challenge
@@ -158,12 +158,12 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 	app, err := s.app(ctx, clientID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		SecretMatches(secret, dummyHash)
+		secretMatches(secret, dummyHash)
 		return nil, apierrors.InvalidClient(scheme, "client authentication failed")
 	case err != nil:
 		return nil, apierrors.Internal(fmt.Errorf("oauth: load app: %w", err))
 	}
-	if !SecretMatches(secret, app.SecretHash) {
+	if !secretMatches(secret, app.SecretHash) {
 		return nil, apierrors.InvalidClient(scheme, "client authentication failed")
 	}
 	return app, nil
@@ -226,7 +226,7 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 		return nil, apierrors.InvalidRequest("code_verifier is required (PKCE)")
 	}
 	now := s.now()
-	hash := HashSecret(code)
+	hash := hashSecret(code)
 	c, err := s.Store.Code(ctx, hash)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -237,7 +237,7 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 		return nil, apierrors.InvalidGrant("the authorization code was issued to another client")
 	case redirectURI != c.RedirectURI:
 		return nil, apierrors.InvalidGrant("redirect_uri does not match the authorization request")
-	case !VerifierMatches(verifier, c.Challenge):
+	case !verifierMatches(verifier, c.Challenge):
 		return nil, apierrors.InvalidGrant("code_verifier does not match the code challenge")
 	case c.FamilyID == "" && !now.Before(c.ExpiresAt):
 		return nil, apierrors.InvalidGrant("the authorization code has expired")
@@ -261,7 +261,7 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 	end := now.Add(s.ttl(s.RefreshMaxAge, DefaultRefreshMaxAge))
 	refresh := NewSecret()
 	rt := &RefreshToken{
-		Hash: HashSecret(refresh), FamilyID: family, ClientID: app.ClientID, UserID: c.UserID,
+		Hash: hashSecret(refresh), FamilyID: family, ClientID: app.ClientID, UserID: c.UserID,
 		OrganizationID: c.OrganizationID, Scopes: c.Scopes,
 		ExpiresAt: earliest(now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), end), AuthorizedAt: now,
 	}
@@ -290,7 +290,7 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 		return nil, apierrors.InvalidRequest("refresh_token is required")
 	}
 	now := s.now()
-	hash := HashSecret(refresh)
+	hash := hashSecret(refresh)
 	old, err := s.Store.RefreshToken(ctx, hash)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -320,7 +320,7 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 	}
 	next := NewSecret()
 	expires := earliest(now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), end)
-	spent, err := s.Store.RotateRefreshToken(ctx, hash, HashSecret(next), expires, now)
+	spent, err := s.Store.RotateRefreshToken(ctx, hash, hashSecret(next), expires, now)
 	switch {
 	case errors.Is(err, ErrSpent):
 		s.logger().WarnContext(ctx, "refresh token reused; its family is revoked", "client_id", old.ClientID)
@@ -475,7 +475,7 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 		return app, nil, apierrors.UnsupportedResponseType("response_type must be code")
 	case r.CodeChallengeMethod != "S256":
 		return app, nil, apierrors.InvalidRequest("code_challenge_method must be S256; plain is not supported")
-	case !ValidChallenge(r.CodeChallenge):
+	case !validChallenge(r.CodeChallenge):
 		return app, nil, apierrors.InvalidRequest("code_challenge must be the base64url SHA-256 of the code verifier")
 	}
 	scopes := ParseScope(r.Scope)
@@ -504,7 +504,7 @@ func (s *Server) IssueCode(ctx context.Context, app *App, r AuthorizationRequest
 	}
 	code := NewSecret()
 	if err := s.Store.SaveCode(ctx, &Code{
-		Hash: HashSecret(code), ClientID: app.ClientID, UserID: userID, OrganizationID: organizationID,
+		Hash: hashSecret(code), ClientID: app.ClientID, UserID: userID, OrganizationID: organizationID,
 		RedirectURI: r.RedirectURI, Challenge: r.CodeChallenge, Scopes: scopes,
 		ExpiresAt: now.Add(s.ttl(s.CodeTTL, DefaultCodeTTL)),
 	}); err != nil {
@@ -563,7 +563,7 @@ func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error
 	app := &App{
 		ID: newID(), ClientID: newID(), Name: strings.TrimSpace(n.Name),
 		OrganizationID: n.OrganizationID, Scopes: dedupe(n.Scopes), BranchIDs: dedupe(n.BranchIDs),
-		RedirectURIs: dedupe(n.RedirectURIs), SecretHash: HashSecret(secret), CreatedAt: s.now().UTC(),
+		RedirectURIs: dedupe(n.RedirectURIs), SecretHash: hashSecret(secret), CreatedAt: s.now().UTC(),
 	}
 	if err := s.Store.CreateApp(ctx, app); err != nil {
 		return nil, "", apierrors.Internal(fmt.Errorf("oauth: create app: %w", err))
@@ -571,11 +571,11 @@ func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error
 	return app, secret, nil
 }
 
-// RotateSecret gives the app a new client secret, shown this once; the old
+// rotateSecret gives the app a new client secret, shown this once; the old
 // one stops working at once.
-func (s *Server) RotateSecret(ctx context.Context, clientID string) (string, error) {
+func (s *Server) rotateSecret(ctx context.Context, clientID string) (string, error) {
 	secret := NewSecret()
-	err := s.Store.SetSecretHash(ctx, clientID, HashSecret(secret))
+	err := s.Store.SetSecretHash(ctx, clientID, hashSecret(secret))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return "", apierrors.NotFound("no app with client_id %q", clientID)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -120,14 +121,14 @@ func TestPurgeEndToEnd(t *testing.T) {
 			long := now.Add(-oauth.DefaultRefreshMaxAge - oauth.DefaultPurgeRetention - puDay)
 			db.exec(t, "UPDATE oauth_families SET created_at = $1 WHERE id = $2", db.time(long), puFamily(t, stale.access))
 			db.exec(t, "UPDATE oauth_refresh_tokens SET expires_at = $1 WHERE family_id = $2", db.time(now.Add(-8*puDay)), puFamily(t, stale.access))
-			db.exec(t, "UPDATE oauth_codes SET used_at = $1 WHERE hash = $2", db.time(long), oauth.HashSecret(staleGrant.code))
+			db.exec(t, "UPDATE oauth_codes SET used_at = $1 WHERE hash = $2", db.time(long), codeHash(staleGrant.code))
 			db.exec(t, "UPDATE oauth_grants SET created_at = $1 WHERE client_id = $2", db.time(long), w.other.id)
 			// A code never exchanged, expired eight days ago.
 			unused := lcConsent(t, base, w.app, w.email, w.org)
-			db.exec(t, "UPDATE oauth_codes SET expires_at = $1 WHERE hash = $2", db.time(now.Add(-8*puDay)), oauth.HashSecret(unused.code))
+			db.exec(t, "UPDATE oauth_codes SET expires_at = $1 WHERE hash = $2", db.time(now.Add(-8*puDay)), codeHash(unused.code))
 
 			assert.Equal(t, puCounts(2, 1, 1, 1), puPurge(t, w), "the unused code; the stale authorization's code, token, family and grant")
-			assert.Equal(t, 0, db.count(t, "SELECT count(*) FROM oauth_codes WHERE hash = $1", oauth.HashSecret(unused.code)))
+			assert.Equal(t, 0, db.count(t, "SELECT count(*) FROM oauth_codes WHERE hash = $1", codeHash(unused.code)))
 			assert.Equal(t, 0, db.count(t, "SELECT count(*) FROM oauth_grants WHERE client_id = $1", w.other.id))
 			assert.Equal(t, 3, db.count(t, "SELECT count(*) FROM oauth_grants"), "the live consents stay")
 			status, body = lcRefresh(t, base, stale.refresh)
@@ -227,7 +228,7 @@ func TestPurgePeriodic(t *testing.T) {
 			base, logs, stop := puServe(t, w, "--purge-interval", "200ms")
 			db := puOpen(t, w)
 			unused := lcConsent(t, base, w.app, w.email, w.org)
-			db.exec(t, "UPDATE oauth_codes SET expires_at = $1 WHERE hash = $2", db.time(time.Now().Add(-8*puDay)), oauth.HashSecret(unused.code))
+			db.exec(t, "UPDATE oauth_codes SET expires_at = $1 WHERE hash = $2", db.time(time.Now().Add(-8*puDay)), codeHash(unused.code))
 
 			purged := func() (runs, codes int) {
 				for _, l := range logLines(t, logs.String()) {
@@ -243,7 +244,7 @@ func TestPurgePeriodic(t *testing.T) {
 				runs, codes := purged()
 				return runs >= 3 && codes == 1
 			}, wait, 50*time.Millisecond, "the purge runs again and again and deletes the expired code once")
-			assert.Equal(t, 0, db.count(t, "SELECT count(*) FROM oauth_codes WHERE hash = $1", oauth.HashSecret(unused.code)))
+			assert.Equal(t, 0, db.count(t, "SELECT count(*) FROM oauth_codes WHERE hash = $1", codeHash(unused.code)))
 			assert.Equal(t, 1, db.count(t, "SELECT count(*) FROM oauth_grants"), "the consent stays")
 
 			started := time.Now()
@@ -424,4 +425,11 @@ func TestStartPurges(t *testing.T) {
 		startPurges(t.Context(), &oauth.Server{Store: &puStore{}}, nil, 0, newLogger(logs))()
 		assert.Contains(t, logs.String(), "periodic purge of expired tokens disabled")
 	})
+}
+
+// codeHash returns the hash under which the token service stores a code:
+// its SHA-256.
+func codeHash(code string) []byte {
+	h := sha256.Sum256([]byte(code))
+	return h[:]
 }

@@ -1,7 +1,9 @@
 package sqlstore_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"fmt"
 	"log"
@@ -36,6 +38,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
+	secretHash := sha256.Sum256([]byte("s3cret"))
 	err = store.CreateApp(ctx, &oauth.App{
 		ID:             "app-1",
 		ClientID:       "dispatch-board",
@@ -43,7 +46,7 @@ func Example() {
 		OrganizationID: "org-1",
 		Scopes:         []string{"svc:orders:read", "svc:shipments:read"},
 		RedirectURIs:   []string{"https://dispatch.example.com/callback"},
-		SecretHash:     oauth.HashSecret("s3cret"),
+		SecretHash:     secretHash[:], // the SHA-256 of the app's secret: the store never sees the secret
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -54,7 +57,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(app.Name, app.Scopes, app.BranchIDs, len(app.RedirectURIs))
-	fmt.Println(oauth.SecretMatches("s3cret", app.SecretHash))
+	fmt.Println(bytes.Equal(app.SecretHash, secretHash[:]))
 	// Output:
 	// Dispatch board [svc:orders:read svc:shipments:read] [] 1
 	// true
