@@ -1,8 +1,6 @@
 package oauth
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/conditional"
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
@@ -704,30 +703,16 @@ func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apierrors.Internal(err))
 		return
 	}
-	sum := sha256.Sum256(body)
-	etag := `"` + base64.RawURLEncoding.EncodeToString(sum[:16]) + `"`
+	etag := conditional.ETag(body)
 	h := w.Header()
 	h.Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(jwksMaxAge.Seconds())))
 	h.Set("ETag", etag)
-	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
-		w.WriteHeader(http.StatusNotModified)
+	if match, ok := conditional.IfNoneMatch(r); ok && match.Matches(etag, true) {
+		conditional.NotModified(w, etag)
 		return
 	}
 	h.Set("Content-Type", "application/jwk-set+json")
 	_, _ = w.Write(body)
-}
-
-// etagMatches reports whether an If-None-Match header names etag (or *);
-// weak validators match their strong twin, as RFC 9110 section 13.1.2
-// has it for If-None-Match.
-func etagMatches(header, etag string) bool {
-	for tag := range strings.SplitSeq(header, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == "*" || tag == etag {
-			return true
-		}
-	}
-	return false
 }
 
 // decodeJSON reads a JSON object body into v: Content-Type must be
