@@ -41,7 +41,7 @@ const leasesPerTimeout = 6
 // newDispatcher returns the dispatcher of the webhooks of api's database,
 // each attempt bounded by timeout, reporting to m (when not nil).
 func newDispatcher(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool, timeout time.Duration, m *metrics, logger *slog.Logger) *webhook.Dispatcher {
-	d := &webhook.Dispatcher{DB: api.DB, Dialect: api.Dialect, AllowPrivate: allowPrivate, Logger: logger,
+	d := &webhook.Dispatcher{DB: api.DB, Dialect: api.Dialect, Guard: webhook.Guard{AllowPrivate: allowPrivate}, Logger: logger,
 		Timeout: timeout, Lease: leasesPerTimeout * timeout}
 	if sealer != nil {
 		d.Sealer = sealer

@@ -128,13 +128,15 @@ type Dispatcher struct {
 	// Sealer opens the sealed secrets of endpoints. It may be nil when
 	// every secret is stored in clear.
 	Sealer Sealer
-	// Client posts the deliveries. nil: Guard{AllowPrivate:
-	// AllowPrivate}.Client(Timeout), which follows no redirects and
-	// refuses private addresses.
+	// Client posts the deliveries. nil: Guard.Client(Timeout), which
+	// follows no redirects and connects only to the addresses the Guard
+	// allows.
 	Client *http.Client
-	// AllowPrivate lets the default Client reach loopback, private and
-	// link-local addresses.
-	AllowPrivate bool
+	// Guard decides which addresses the default Client may connect to;
+	// its zero value refuses every address that is not globally
+	// reachable. Give the API's Guard, so that the addresses it accepts at
+	// registration are the ones deliveries reach.
+	Guard Guard
 	// Timeout bounds each attempt; 0 is 10 seconds.
 	Timeout time.Duration
 	// Now returns the current time; nil is time.Now.
@@ -174,7 +176,7 @@ func (d *Dispatcher) init() {
 		d.wake = make(chan struct{}, 1)
 		d.client = d.Client
 		if d.client == nil {
-			d.client = Guard{AllowPrivate: d.AllowPrivate}.Client(d.timeout())
+			d.client = d.Guard.Client(d.timeout())
 		}
 	})
 }

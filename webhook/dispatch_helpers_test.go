@@ -321,7 +321,7 @@ func (o *outcomes) Get() []webhook.Outcome {
 // clock c (nil: the real one), a backoff of 1 s, attempts of 2 s at most.
 func (e *dispatchEnv) dispatcher(c *fakeClock) *webhook.Dispatcher {
 	d := &webhook.Dispatcher{
-		DB: e.db, Dialect: e.d, AllowPrivate: true,
+		DB: e.db, Dialect: e.d, Guard: webhook.Guard{AllowPrivate: true},
 		Timeout: 2 * time.Second, Lease: 5 * time.Second, PollInterval: 5 * time.Millisecond,
 		Backoff: func(int) time.Duration { return time.Second },
 	}

@@ -534,7 +534,7 @@ func TestDispatcherEventRemovedByRetention(t *testing.T) {
 	})
 }
 
-// Without AllowPrivate the default client refuses the receiver on
+// Without Guard.AllowPrivate the default client refuses the receiver on
 // loopback, and the attempt says why.
 func TestDispatcherRefusesPrivateAddresses(t *testing.T) {
 	t.Parallel()
@@ -545,7 +545,7 @@ func TestDispatcherRefusesPrivateAddresses(t *testing.T) {
 		rc.expect("a", secret)
 		ev := e.addEvent(e.org, "quotation.created", "", "rec-1", c.Now())
 		d := e.dispatcher(c)
-		d.AllowPrivate = false
+		d.Guard.AllowPrivate = false
 		n, err := d.RunOnce(t.Context())
 		require.NoError(t, err)
 		assert.Zero(t, n)
