@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,4 +100,89 @@ func TestFeedTypesBoundThroughTheServer(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFieldSelectionBoundThroughTheServer: fields= on a list and on a
+// record names at most as many fields as the resource has, on both
+// databases: 50,000 names are a short 400 without a Link header, and a
+// field given twice is selected once, the next page's Link carrying the
+// fields selected rather than the parameter as sent.
+func TestFieldSelectionBoundThroughTheServer(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWebhookWorld(t, b.url(t))
+			w.quotation(t, w.base)
+			w.quotation(t, w.base)
+			list := w.base + "/v1/" + w.branch + "/quotations"
+			full := swDo(t, "GET", list+"?limit=1", w.token, "", nil)
+			require.Equal(t, http.StatusOK, full.status, full.body)
+			first := full.json(t)["data"].([]any)[0].(map[string]any)
+			record := list + "/" + first["id"].(string)
+			var every []string
+			for name := range first {
+				every = append(every, name)
+			}
+			require.Greater(t, len(every), 10, "the fields of quotations: %v", every)
+			fieldsOf := func(t *testing.T, a swAnswer) map[string]any {
+				t.Helper()
+				require.Equal(t, http.StatusOK, a.status, "%.300s", a.body)
+				switch data := a.json(t)["data"].(type) {
+				case []any:
+					require.Len(t, data, 1)
+					return data[0].(map[string]any)
+				case map[string]any:
+					return data
+				}
+				t.Fatalf("no record in %.300s", a.body)
+				return nil
+			}
+
+			for _, path := range []string{list + "?limit=1&", record + "?"} {
+				a := swDo(t, "GET", path+"fields="+strings.Join(every, ","), w.token, "", nil)
+				assert.Len(t, fieldsOf(t, a), len(every), "every field once, %s", path)
+				a = swDo(t, "GET", path+"fields="+url.QueryEscape(" status , quotation_number,status"), w.token, "", nil)
+				assert.Equal(t, []string{"id", "quotation_number", "status"}, keys(fieldsOf(t, a)), "a duplicate selected once, %s", path)
+			}
+
+			t.Run("the next page's Link carries the fields selected", func(t *testing.T) {
+				a := swDo(t, "GET", list+"?limit=1&fields="+url.QueryEscape(" status , quotation_number,status"), w.token, "", nil)
+				require.Equal(t, http.StatusOK, a.status, a.body)
+				link := a.header.Get("Link")
+				require.True(t, strings.HasPrefix(link, "<") && strings.HasSuffix(link, `>; rel="next"`), link)
+				next, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+				require.NoError(t, err)
+				assert.Equal(t, []string{"id,quotation_number,status"}, next.Query()["fields"], "in the resource's order, each once")
+				followed := swDo(t, "GET", w.base+next.String(), w.token, "", nil)
+				second := fieldsOf(t, followed)
+				assert.Equal(t, []string{"id", "quotation_number", "status"}, keys(second))
+				assert.NotEqual(t, first["id"], second["id"], "the next page")
+			})
+
+			for _, tc := range []struct{ name, fields string }{
+				{"one name more than there are fields", strings.Join(every, ",") + ",id"},
+				{"50,000 names", repeat(50_000, "status")},
+				{"50,000 unknown names", repeat(50_000, "x")},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					for _, path := range []string{list + "?limit=1&", record + "?"} {
+						a := swDo(t, "GET", path+"fields="+tc.fields, w.token, "", nil)
+						assert.Contains(t, requireShortError(t, a, "invalid_request"), "at most as many", path)
+						assert.Empty(t, a.header.Get("Link"), path)
+					}
+				})
+			}
+		})
+	}
+}
+
+// keys returns the names of m's members, sorted.
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
