@@ -186,3 +186,84 @@ func keys(m map[string]any) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestWebhookGuardThroughTheServer: without --webhook-allow-private, on
+// both databases, the API refuses webhook URLs at addresses that are not
+// globally reachable (6to4, Teredo, benchmarking, IETF protocol
+// assignments, documentation, discard-only, reserved, unique local, NAT64
+// of a private address) with a 400 and stores nothing, at creation as at
+// an update; and it refuses a name that resolves to a loopback address
+// without telling which.
+func TestWebhookGuardThroughTheServer(t *testing.T) {
+	t.Parallel()
+	refused := []string{
+		"http://[2002:a00:1::1]/",                        // 6to4 of 10.0.0.1
+		"http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", // Teredo
+		"http://198.18.0.1/",                             // benchmarking
+		"http://192.0.0.8/",                              // IETF protocol assignments
+		"http://192.0.2.1/",                              // TEST-NET-1
+		"http://[100::1]/",                               // discard-only
+		"http://240.0.0.1/",                              // reserved
+		"http://[fc00::1]/",                              // unique local
+		"http://[64:ff9b::a00:1]/",                       // NAT64 of 10.0.0.1
+	}
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWebhookWorld(t, b.url(t))
+			endpoints := w.base + "/v1/" + w.org + "/webhook_endpoints"
+			stored := func(t *testing.T) []any {
+				t.Helper()
+				a := swDo(t, "GET", endpoints, w.token, "", nil)
+				require.Equal(t, http.StatusOK, a.status, a.body)
+				return a.json(t)["data"].([]any)
+			}
+
+			for _, u := range refused {
+				t.Run("POST "+u, func(t *testing.T) {
+					a := swDo(t, "POST", endpoints, w.token, `{"url": "`+u+`", "event_types": ["*"]}`, nil)
+					assert.Contains(t, requireShortError(t, a, "invalid_create"), "url: ")
+				})
+			}
+			// Names of the loopback address. The resolver of the C library
+			// (which Go uses where nsswitch.conf asks for more than files
+			// and DNS) finds no "localhost." in /etc/hosts: that one is
+			// refused, for one reason or the other.
+			for _, tc := range []struct {
+				url      string
+				resolves bool
+			}{
+				{"http://localhost:9/", true},
+				{"http://LocalHost/hook", true},
+				{"http://localhost./hook", false},
+			} {
+				t.Run("POST "+tc.url, func(t *testing.T) {
+					a := swDo(t, "POST", endpoints, w.token, `{"url": "`+tc.url+`", "event_types": ["*"]}`, nil)
+					description := requireShortError(t, a, "invalid_create")
+					if tc.resolves {
+						assert.Contains(t, description, "resolves to a loopback address")
+					}
+					for _, address := range []string{"127.0.0.1", "::1"} {
+						assert.NotContains(t, a.body, address, "the addresses a name resolves to are the server's business")
+					}
+				})
+			}
+			assert.Empty(t, stored(t), "nothing stored")
+
+			// An endpoint at a public address (nothing is written, so
+			// nothing is delivered) cannot be moved to a refused one.
+			created := swDo(t, "POST", endpoints, w.token, `{"url": "http://93.184.215.14/hook", "event_types": ["*"]}`, nil)
+			require.Equal(t, http.StatusCreated, created.status, created.body)
+			item := endpoints + "/" + created.json(t)["data"].(map[string]any)["id"].(string)
+			for _, u := range append(refused, "http://localhost:9/") {
+				t.Run("PATCH "+u, func(t *testing.T) {
+					a := swDo(t, "PATCH", item, w.token, `{"url": "`+u+`"}`, nil)
+					assert.NotContains(t, requireShortError(t, a, "invalid_update"), "127.0.0.1")
+				})
+			}
+			list := stored(t)
+			require.Len(t, list, 1)
+			assert.Equal(t, "http://93.184.215.14/hook", list[0].(map[string]any)["url"], "the URL unchanged")
+		})
+	}
+}
