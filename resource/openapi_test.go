@@ -161,8 +161,9 @@ func TestOpenAPIDocument(t *testing.T) {
 func TestOpenAPIRoutes(t *testing.T) {
 	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
 	mux := http.NewServeMux()
-	reg := openAPIRegistry(t)
-	reg.Verifier, reg.Branches = &bearer.Verifier{}, apitest.Branches{} // Mount needs them; no request is served
+	// Mount needs a Verifier, Branches and a cursor key; no request is served.
+	reg := &resource.Registry{Verifier: &bearer.Verifier{}, Branches: apitest.Branches{}, CursorKey: make([]byte, query.MinCursorKeyLength)}
+	require.NoError(t, reg.Register(testResources()...))
 	reg.Mount(mux)
 	paths := oaObj(t, doc, "paths")
 	const scope, id = "0a000000-0000-4000-8000-0000000000a1", "0c000000-0000-4000-8000-00000000000c"

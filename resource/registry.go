@@ -1,14 +1,15 @@
 package resource
 
 import (
-	"crypto/rand"
 	"database/sql"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -55,9 +56,13 @@ type Registry struct {
 	// CursorKey authenticates the cursors of cursor pages (after=, see
 	// Registry.Mount): at least query.MinCursorKeyLength secret random
 	// bytes, the same on every replica, set before Register. Nil means a
-	// random key made by the first Register: cursors then work within this
-	// process only, and a client that brings one to another replica or
-	// after a restart gets 400 and starts its walk again.
+	// key derived from the Verifier's signing key when the Verifier is a
+	// *bearer.Verifier with Keys (bearer.KeySet.Derive with the purpose
+	// "resource/cursors"), the same on every replica that shares the key;
+	// rotating the signing key then ends the cursors given before (a
+	// client gets 400 and starts its walk again). A registry with neither
+	// cannot authenticate cursors, and Mount panics rather than make a key
+	// that another replica would not know.
 	CursorKey []byte
 	// IdempotencyTTL is how long the answer of a write sent with an
 	// Idempotency-Key is kept for its retries; zero means
@@ -75,10 +80,15 @@ type Registry struct {
 	AfterCommit func(c *Change)
 
 	resources []*Resource
-	randomKey []byte // the cursor key without CursorKey
+	noCursors []string // the resources registered without a cursor key
 }
 
-// cursorKey returns CursorKey, or the registry's random key.
+// CursorPurpose is the purpose under which a Registry without a CursorKey
+// derives one from its Verifier's signing key (bearer.KeySet.Derive).
+const CursorPurpose = "resource/cursors"
+
+// cursorKey returns CursorKey, or the key derived from the Verifier's
+// signing key; nil when there is neither.
 func (g *Registry) cursorKey() ([]byte, error) {
 	if g.CursorKey != nil {
 		if len(g.CursorKey) < query.MinCursorKeyLength {
@@ -86,13 +96,10 @@ func (g *Registry) cursorKey() ([]byte, error) {
 		}
 		return g.CursorKey, nil
 	}
-	if g.randomKey == nil {
-		g.randomKey = make([]byte, 32)
-		if _, err := rand.Read(g.randomKey); err != nil {
-			return nil, err
-		}
+	if v, ok := g.Verifier.(*bearer.Verifier); ok && v.Keys != nil {
+		return v.Keys.Derive(CursorPurpose), nil
 	}
-	return g.randomKey, nil
+	return nil, nil
 }
 
 // Register checks and adds resources. A resource that does not compile (a
@@ -108,6 +115,9 @@ func (g *Registry) Register(rs ...*Resource) error {
 		}
 		if err := r.compile(key); err != nil {
 			return err
+		}
+		if key == nil {
+			g.noCursors = append(g.noCursors, r.Name)
 		}
 		g.resources = append(g.resources, r)
 	}
@@ -158,8 +168,14 @@ func (g *Registry) now() time.Time {
 //
 // Other methods, and every write to a read-only resource, get 405 with an
 // Allow header. Mount panics when the registry has no Verifier, or no
-// Branches while a resource is branch-scoped (see tenancy.Middleware).
+// Branches while a resource is branch-scoped (see tenancy.Middleware), or
+// when a resource was registered without a cursor key (see CursorKey).
 func (g *Registry) Mount(mux *http.ServeMux) {
+	if len(g.noCursors) > 0 {
+		panic(fmt.Sprintf("resource: %s registered without a cursor key: set Registry.CursorKey (at least %d secret random bytes, "+
+			"the same on every replica) before Register, or give a *bearer.Verifier with Keys to derive it from",
+			strings.Join(g.noCursors, ", "), query.MinCursorKeyLength))
+	}
 	for _, r := range g.resources {
 		mw := tenancy.Middleware(tenancy.Options{
 			Verifier: g.Verifier, Branches: g.Branches, ScopeType: r.ScopeType,
