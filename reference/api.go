@@ -29,12 +29,9 @@ func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier, logger *slog
 	if verifier != nil {
 		api.ResourceMetadata = resourceMetadataURL(verifier.Issuer)
 	}
-	if verifier != nil && verifier.Keys != nil {
-		// Cursors are authenticated with a key derived from the signing
-		// key, so every replica accepts the cursors of the others; a new
-		// signing key voids the cursors handed out before it.
-		api.CursorKey = verifier.Keys.Derive("resource/cursors")
-	}
+	// Without a CursorKey the registry authenticates cursors with a key
+	// derived from the verifier's signing key, so every replica accepts the
+	// cursors of the others; a new signing key voids those handed out before.
 	if err := api.Register(resources()...); err != nil {
 		return nil, err
 	}

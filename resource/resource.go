@@ -50,7 +50,10 @@
 //     Registry.IdempotencyTTL);
 //   - cursor pages: pagination.next_cursor and a Link rel="next" on every
 //     list, after=<cursor> for the next page in index order, authenticated
-//     with Registry.CursorKey;
+//     with Registry.CursorKey, or by default with a key derived from the
+//     Verifier's signing key, so that every replica sharing that key
+//     accepts the cursors of the others (a Registry with neither refuses
+//     to Mount);
 //   - Prefer: count=exact|estimated|none on lists (see ExactCountBelow);
 //   - fields=a,b on GET, to return only those fields: at most as many
 //     names as the resource has fields, counted as given, else 400.
