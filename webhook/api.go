@@ -142,7 +142,7 @@ const apiVersion = resource.Version
 //     (which makes it everyone's again); anyone may delete it.
 //   - An endpoint gets only the events committed after it was created: it
 //     starts at the organization's event head (after_seq).
-//   - The secret is webhook.NewSecret(), sealed with Sealer (the endpoint
+//   - The secret is signature.NewSecret(), sealed with Sealer (the endpoint
 //     id as additional data, secret_key_id the key's id) when Sealer is
 //     set; without a Sealer it is stored in clear (with an empty secret_key_id).
 //   - An organization has at most MaxEndpoints endpoints: a POST beyond is

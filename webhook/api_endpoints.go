@@ -15,6 +15,7 @@ import (
 	"github.com/waybillhq/waybill/internal/conditional"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 // This file serves the endpoints themselves: create, list, get, update,
@@ -267,7 +268,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		a.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
-	secret := NewSecret()
+	secret := signature.NewSecret()
 	sealed, keyID := []byte(secret), ""
 	if a.Sealer != nil {
 		sealed, keyID = a.Sealer.Seal([]byte(secret), []byte(ep.ID))

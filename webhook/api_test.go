@@ -14,6 +14,7 @@ import (
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/tenancy"
 	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 func TestCreateShowsTheSecretOnce(t *testing.T) {
@@ -38,8 +39,8 @@ func TestCreateShowsTheSecretOnce(t *testing.T) {
 		assert.Nil(t, ep["disabled_reason"])
 		assert.Equal(t, ep["created_at"], ep["updated_at"])
 		secret, _ := ep["secret"].(string)
-		require.True(t, strings.HasPrefix(secret, webhook.SecretPrefix), secret)
-		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, webhook.SecretPrefix))
+		require.True(t, strings.HasPrefix(secret, signature.SecretPrefix), secret)
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, signature.SecretPrefix))
 		require.NoError(t, err)
 		assert.Len(t, key, 32)
 		assert.Equal(t, byte('7'), id[14], "a UUIDv7")
@@ -81,7 +82,7 @@ func TestSecretSealedAtRest(t *testing.T) {
 		got := e.row(t, id)
 		assert.Equal(t, key.ID(), got.keyID)
 		assert.NotContains(t, string(got.secret), secret)
-		assert.NotContains(t, string(got.secret), strings.TrimPrefix(secret, webhook.SecretPrefix))
+		assert.NotContains(t, string(got.secret), strings.TrimPrefix(secret, signature.SecretPrefix))
 		opened, err := sealer.Open(got.secret, []byte(id), got.keyID)
 		require.NoError(t, err)
 		assert.Equal(t, secret, string(opened))

@@ -56,11 +56,6 @@ const (
 // UserAgent is the User-Agent header of deliveries.
 const UserAgent = "Waybill-Webhooks/1"
 
-// ContentType is the Content-Type header of deliveries: the body is one
-// CloudEvent in the structured mode of the CloudEvents HTTP binding, which
-// the CloudEvents SDKs read as such.
-const ContentType = "application/cloudevents+json"
-
 // Outcome is what became of one attempt of a delivery, or of its endpoint.
 type Outcome int
 

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/query"
-	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 // newBenchEnv is newDispatchEnv with a pool that keeps its connections, as
@@ -120,7 +120,7 @@ func benchmarkThroughputFloor(b *testing.B, d query.Dialect) {
 					b.Error(err)
 					return
 				}
-				h, err := webhook.Sign(secret, id, time.Now(), []byte(body))
+				h, err := signature.Sign(secret, id, time.Now(), []byte(body))
 				if err != nil {
 					b.Error(err)
 					return

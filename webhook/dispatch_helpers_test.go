@@ -28,6 +28,7 @@ import (
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 // dispatchEnv is one test's database with the tables of events and webhooks.
@@ -159,7 +160,7 @@ type endpointSpec struct {
 // id and secret.
 func (e *dispatchEnv) addEndpoint(s endpointSpec) (id, secret string) {
 	e.t.Helper()
-	id, secret = uuid.Must(uuid.NewV7()).String(), webhook.NewSecret()
+	id, secret = uuid.Must(uuid.NewV7()).String(), signature.NewSecret()
 	if s.Org == "" {
 		s.Org = e.org
 	}

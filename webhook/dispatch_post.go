@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 // result is the result of an attempt.
@@ -51,7 +53,7 @@ LEFT JOIN waybill_events e ON e.organization_id = ? AND e.seq = ? WHERE p.id = ?
 	secret, err := openSecret(d.Sealer, j.endpointID, sealed, keyID)
 	var h http.Header
 	if err == nil {
-		h, err = Sign(secret, j.eventID, d.now(), []byte(body))
+		h, err = signature.Sign(secret, j.eventID, d.now(), []byte(body))
 	}
 	if err != nil {
 		d.logger().Error("webhook: the signing secret of an endpoint cannot be used", "endpoint", j.endpointID, "error", err)
@@ -90,7 +92,7 @@ func (d *Dispatcher) post(ctx context.Context, rawURL string, h http.Header, bod
 		return res
 	}
 	req.Header = h
-	req.Header.Set("Content-Type", ContentType)
+	req.Header.Set("Content-Type", signature.ContentType)
 	req.Header.Set("User-Agent", UserAgent)
 	resp, err := d.client.Do(req)
 	if err != nil {

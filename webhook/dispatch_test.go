@@ -14,6 +14,7 @@ import (
 
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 func TestDispatcherDelivers(t *testing.T) {
@@ -42,7 +43,7 @@ func TestDispatcherDelivers(t *testing.T) {
 		assert.Equal(t, strconv.FormatInt(c.Now().Unix(), 10), got.Timestamp)
 		assert.Equal(t, "application/cloudevents+json", got.Header.Get("Content-Type"), "CloudEvents structured mode")
 		assert.Equal(t, "Waybill-Webhooks/1", got.Header.Get("User-Agent"))
-		require.NoError(t, webhook.Verify(secret, got.Header, got.Body), "package webhook's Verify agrees")
+		require.NoError(t, signature.Verify(secret, got.Header, got.Body), "package webhook's Verify agrees")
 
 		dl := e.deliveryOf(ep, ev.ID)
 		assert.Equal(t, "delivered", dl.Status)

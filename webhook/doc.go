@@ -32,14 +32,16 @@
 //     rest of the IANA special-purpose blocks), when they are registered
 //     and again when each connection is made, unless the operator allows
 //     them; its errors never tell what a name resolves to.
-//   - Sign and Verify implement the signature: the headers webhook-id (the
-//     event's id), webhook-timestamp (Unix seconds) and webhook-signature
-//     ("v1," and the base64 HMAC-SHA256 of "id.timestamp.body" under the
-//     key in the secret after "whsec_"). A receiver needs only Verify.
+//   - Package webhook/signature signs deliveries and verifies them: the
+//     headers webhook-id (the event's id), webhook-timestamp (Unix seconds)
+//     and webhook-signature ("v1," and the base64 HMAC-SHA256 of
+//     "id.timestamp.body" under the key in the secret after "whsec_"). A
+//     receiver imports only that package, which links none of the server.
 //
 // A delivery is a POST of the event's CloudEvent JSON in the structured
 // mode of the CloudEvents HTTP binding (Content-Type
-// application/cloudevents+json, ContentType). Delivery is at least once: a receiver treats
+// application/cloudevents+json, signature.ContentType). Delivery is at
+// least once: a receiver treats
 // webhook-id as the key of what it handled, so that a delivery sent again
 // (a retry after a timeout, a replica that died after sending) is
 // acknowledged without being handled twice.

@@ -5,78 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net/http"
-	"net/http/httptest"
 	"time"
 
 	"github.com/waybillhq/waybill/webhook"
 )
-
-// A receiver reads the body whole, checks it with Verify before it trusts
-// any of it, and only then does its work and answers 2xx.
-func ExampleVerify() {
-	secret := webhook.NewSecret() // a receiver keeps the secret the endpoint's registration answered with
-
-	receiver := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
-		if err != nil {
-			http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		if err := webhook.Verify(secret, r.Header, body); err != nil {
-			http.Error(w, "bad signature", http.StatusUnauthorized)
-			return
-		}
-		// Handle the event once per webhook-id: a retried delivery has
-		// the same one.
-		fmt.Println("handled", r.Header.Get(webhook.HeaderID))
-		w.WriteHeader(http.StatusNoContent)
-	})
-
-	deliver := func(secret string) int {
-		body := []byte(`{"specversion":"1.0","id":"0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b","type":"quotation.created"}`)
-		h, err := webhook.Sign(secret, "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", time.Now(), body)
-		if err != nil {
-			log.Fatal(err)
-		}
-		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-		for k, v := range h {
-			r.Header[k] = v
-		}
-		w := httptest.NewRecorder()
-		receiver.ServeHTTP(w, r)
-		return w.Code
-	}
-	fmt.Println(deliver(secret))
-	fmt.Println(deliver(webhook.NewSecret()))
-	// Output:
-	// handled 0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b
-	// 204
-	// 401
-}
-
-// Sign gives the three headers of a delivery. This is the test vector of
-// the Standard Webhooks specification.
-func ExampleSign() {
-	h, err := webhook.Sign(
-		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-		"msg_p5jXN8AQM9LWM0D4loKWxJek",
-		time.Unix(1614265330, 0),
-		[]byte(`{"test": 2432232314}`),
-	)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(webhook.HeaderID+":", h.Get(webhook.HeaderID))
-	fmt.Println(webhook.HeaderTimestamp+":", h.Get(webhook.HeaderTimestamp))
-	fmt.Println(webhook.HeaderSignature+":", h.Get(webhook.HeaderSignature))
-	// Output:
-	// webhook-id: msg_p5jXN8AQM9LWM0D4loKWxJek
-	// webhook-timestamp: 1614265330
-	// webhook-signature: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
-}
 
 // CheckURL explains to the client why it refuses an endpoint's URL.
 func ExampleGuard_CheckURL() {

@@ -8,6 +8,7 @@ import (
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/openapi"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 // This file describes the endpoints API as an OpenAPI section (see package
@@ -110,7 +111,7 @@ func (a *API) oaDelivery(d *openapi.Document) {
 				"several space-separated signatures may come, one of which must match.", &openapi.Schema{Type: "string"}),
 		},
 		RequestBody: &openapi.RequestBody{Description: "The event, in the structured mode of the CloudEvents HTTP binding.", Required: true,
-			Content: map[string]*openapi.MediaType{ContentType: {Schema: openapi.SchemaRef("CloudEvent")}}},
+			Content: map[string]*openapi.MediaType{signature.ContentType: {Schema: openapi.SchemaRef("CloudEvent")}}},
 		Responses: map[string]*openapi.Response{
 			"2XX":     {Description: "Delivered: any 2xx answer ends the delivery."},
 			"default": {Description: "Any other answer (a redirect included), or none within the server's timeout: the attempt failed, and the delivery is tried again with backoff for about a day."},

@@ -1,5 +1,5 @@
 // Command webhookreceiver receives the webhooks of a Waybill server: it
-// checks each delivery's signature with webhook.Verify, handles each event
+// checks each delivery's signature with signature.Verify, handles each event
 // once however often it is delivered, and logs it.
 //
 // Run it from the root of the module with the secret the server answered
@@ -34,7 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 func main() {
@@ -53,7 +53,7 @@ func run(addr, secret string) error {
 	}
 	// Check the secret's form once, at start, instead of answering 401 to
 	// every delivery.
-	if _, err := webhook.Sign(secret, "check", time.Now(), nil); err != nil {
+	if _, err := signature.Sign(secret, "check", time.Now(), nil); err != nil {
 		return errors.New("WEBHOOK_SECRET is not a signing secret: it is whsec_ followed by base64")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -168,12 +168,12 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Nothing of the request is trusted before this: not the body, not
 	// the webhook-id. The log never shows the secret or the signature.
-	if err := webhook.Verify(rc.secret, r.Header, body); err != nil {
+	if err := signature.Verify(rc.secret, r.Header, body); err != nil {
 		slog.WarnContext(r.Context(), "delivery refused: bad signature", "err", err, "remote", r.RemoteAddr)
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
-	id := r.Header.Get(webhook.HeaderID)
+	id := r.Header.Get(signature.HeaderID)
 
 	switch rc.seen.begin(id) {
 	case handled:

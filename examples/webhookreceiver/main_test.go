@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 const (
@@ -41,7 +41,7 @@ type delivery struct {
 }
 
 func TestReceiver(t *testing.T) {
-	secret := webhook.NewSecret()
+	secret := signature.NewSecret()
 	tests := []struct {
 		name       string
 		deliveries []delivery
@@ -56,7 +56,7 @@ func TestReceiver(t *testing.T) {
 			{id: otherID, wantStatus: http.StatusNoContent, wantCalls: 2},
 		}},
 		{"bad signature is refused and not handled", []delivery{
-			{id: eventID, signWith: webhook.NewSecret(), wantStatus: http.StatusUnauthorized, wantCalls: 0},
+			{id: eventID, signWith: signature.NewSecret(), wantStatus: http.StatusUnauthorized, wantCalls: 0},
 			{id: eventID, wantStatus: http.StatusNoContent, wantCalls: 1},
 		}},
 		{"handler error answers 500, and the retry is handled once", []delivery{
@@ -113,7 +113,7 @@ func post(t *testing.T, h http.Handler, secret, id string, body []byte) *httptes
 // signedRequest returns a delivery of body signed with secret.
 func signedRequest(t *testing.T, secret, id string, body []byte) *http.Request {
 	t.Helper()
-	hdr, err := webhook.Sign(secret, id, time.Now(), body)
+	hdr, err := signature.Sign(secret, id, time.Now(), body)
 	require.NoError(t, err)
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	for k, v := range hdr {
@@ -124,9 +124,9 @@ func signedRequest(t *testing.T, secret, id string, body []byte) *http.Request {
 }
 
 func TestReceiverRefuses(t *testing.T) {
-	secret := webhook.NewSecret()
+	secret := signature.NewSecret()
 	signed := func(body []byte) http.Header {
-		h, err := webhook.Sign(secret, eventID, time.Now(), body)
+		h, err := signature.Sign(secret, eventID, time.Now(), body)
 		require.NoError(t, err)
 		return h
 	}
@@ -142,7 +142,7 @@ func TestReceiverRefuses(t *testing.T) {
 		{"other path", http.MethodPost, "/other", signed(eventBody(eventID)), eventBody(eventID), http.StatusNotFound},
 		{"no signature", http.MethodPost, "/", http.Header{}, eventBody(eventID), http.StatusUnauthorized},
 		{"old delivery replayed", http.MethodPost, "/", func() http.Header {
-			h, err := webhook.Sign(secret, eventID, time.Now().Add(-time.Hour), eventBody(eventID))
+			h, err := signature.Sign(secret, eventID, time.Now().Add(-time.Hour), eventBody(eventID))
 			require.NoError(t, err)
 			return h
 		}(), eventBody(eventID), http.StatusUnauthorized},
@@ -168,7 +168,7 @@ func TestReceiverRefuses(t *testing.T) {
 // A delivery that arrives again while the first is still being handled
 // (the sender timed out and retried) gets 409, and is not handled twice.
 func TestReceiverConcurrentDuplicate(t *testing.T) {
-	secret := webhook.NewSecret()
+	secret := signature.NewSecret()
 	started, release := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	calls := 0

@@ -1,4 +1,4 @@
-package webhook_test
+package signature_test
 
 import (
 	"crypto/hmac"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/webhook/signature"
 )
 
 // The test vector the Standard Webhooks specification publishes (its
@@ -27,7 +27,7 @@ const (
 )
 
 // independentSign is an implementation of the Standard Webhooks scheme written
-// from its text, independent of the library package webhook uses: the
+// from its text, independent of the library package signature uses: the
 // HMAC-SHA256, under the base64-decoded key after "whsec_", of
 // "id.timestamp.body", as "v1," and standard base64.
 func independentSign(t *testing.T, secret, id string, ts int64, body []byte) string {
@@ -41,7 +41,7 @@ func independentSign(t *testing.T, secret, id string, ts int64, body []byte) str
 }
 
 // independentHeaders returns the headers of a delivery built without package
-// webhook.
+// signature.
 func independentHeaders(t *testing.T, secret, id string, ts int64, body []byte) http.Header {
 	t.Helper()
 	h := http.Header{}
@@ -55,18 +55,18 @@ func TestSignTestVector(t *testing.T) {
 	assert.Equal(t, specVectorSignature, independentSign(t, specVectorSecret, specVectorID, specVectorTimestamp, []byte(specVectorBody)),
 		"the independent implementation gives the published signature")
 
-	h, err := webhook.Sign(specVectorSecret, specVectorID, time.Unix(specVectorTimestamp, 0), []byte(specVectorBody))
+	h, err := signature.Sign(specVectorSecret, specVectorID, time.Unix(specVectorTimestamp, 0), []byte(specVectorBody))
 	require.NoError(t, err)
-	assert.Equal(t, specVectorID, h.Get(webhook.HeaderID))
-	assert.Equal(t, strconv.Itoa(specVectorTimestamp), h.Get(webhook.HeaderTimestamp))
-	assert.Equal(t, specVectorSignature, h.Get(webhook.HeaderSignature))
+	assert.Equal(t, specVectorID, h.Get(signature.HeaderID))
+	assert.Equal(t, strconv.Itoa(specVectorTimestamp), h.Get(signature.HeaderTimestamp))
+	assert.Equal(t, specVectorSignature, h.Get(signature.HeaderSignature))
 
 	// The vector's timestamp is years old: Verify refuses it as a replay.
-	assert.Error(t, webhook.Verify(specVectorSecret, h, []byte(specVectorBody)))
+	assert.Error(t, signature.Verify(specVectorSecret, h, []byte(specVectorBody)))
 }
 
 func TestSignMatchesIndependentImplementation(t *testing.T) {
-	secret := webhook.NewSecret()
+	secret := signature.NewSecret()
 	ts := time.Now()
 	tests := []struct {
 		name string
@@ -82,22 +82,22 @@ func TestSignMatchesIndependentImplementation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := webhook.Sign(secret, tt.id, ts, tt.body)
+			h, err := signature.Sign(secret, tt.id, ts, tt.body)
 			require.NoError(t, err)
-			assert.Equal(t, independentSign(t, secret, tt.id, ts.Unix(), tt.body), h.Get(webhook.HeaderSignature))
-			assert.Equal(t, tt.id, h.Get(webhook.HeaderID))
-			assert.Equal(t, strconv.FormatInt(ts.Unix(), 10), h.Get(webhook.HeaderTimestamp))
+			assert.Equal(t, independentSign(t, secret, tt.id, ts.Unix(), tt.body), h.Get(signature.HeaderSignature))
+			assert.Equal(t, tt.id, h.Get(signature.HeaderID))
+			assert.Equal(t, strconv.FormatInt(ts.Unix(), 10), h.Get(signature.HeaderTimestamp))
 
-			require.NoError(t, webhook.Verify(secret, h, tt.body), "Verify accepts what Sign signs")
-			require.NoError(t, webhook.Verify(secret, independentHeaders(t, secret, tt.id, ts.Unix(), tt.body), tt.body),
+			require.NoError(t, signature.Verify(secret, h, tt.body), "Verify accepts what Sign signs")
+			require.NoError(t, signature.Verify(secret, independentHeaders(t, secret, tt.id, ts.Unix(), tt.body), tt.body),
 				"Verify accepts what the independent implementation signs")
 		})
 	}
 }
 
 func TestVerify(t *testing.T) {
-	secret := webhook.NewSecret()
-	other := webhook.NewSecret()
+	secret := signature.NewSecret()
+	other := signature.NewSecret()
 	const id = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 	body := []byte(`{"specversion":"1.0","id":"0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b","type":"quotation.updated"}`)
 	now := time.Now().Unix()
@@ -195,7 +195,7 @@ func TestVerify(t *testing.T) {
 		}, body, false},
 		{"key rotation: no signature matches", secret, func() http.Header {
 			h := independentHeaders(t, secret, id, now, body)
-			h.Set("webhook-signature", independentSign(t, other, id, now, body)+" "+independentSign(t, webhook.NewSecret(), id, now, body))
+			h.Set("webhook-signature", independentSign(t, other, id, now, body)+" "+independentSign(t, signature.NewSecret(), id, now, body))
 			return h
 		}, body, false},
 		{"secret without prefix", strings.TrimPrefix(secret, "whsec_"), func() http.Header { return independentHeaders(t, secret, id, now, body) }, body, false},
@@ -205,7 +205,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := webhook.Verify(tt.secret, tt.header(), tt.body)
+			err := signature.Verify(tt.secret, tt.header(), tt.body)
 			if tt.ok {
 				require.NoError(t, err)
 			} else {
@@ -229,9 +229,9 @@ func TestBadSecret(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := webhook.Sign(tt.secret, "msg_1", time.Now(), []byte(`{}`))
-			assert.ErrorIs(t, err, webhook.ErrBadSecret)
-			assert.ErrorIs(t, webhook.Verify(tt.secret, http.Header{}, []byte(`{}`)), webhook.ErrBadSecret)
+			_, err := signature.Sign(tt.secret, "msg_1", time.Now(), []byte(`{}`))
+			assert.ErrorIs(t, err, signature.ErrBadSecret)
+			assert.ErrorIs(t, signature.Verify(tt.secret, http.Header{}, []byte(`{}`)), signature.ErrBadSecret)
 		})
 	}
 }
@@ -239,8 +239,8 @@ func TestBadSecret(t *testing.T) {
 func TestNewSecret(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		s := webhook.NewSecret()
-		key, ok := strings.CutPrefix(s, webhook.SecretPrefix)
+		s := signature.NewSecret()
+		key, ok := strings.CutPrefix(s, signature.SecretPrefix)
 		require.True(t, ok, "starts with whsec_: %s", s)
 		raw, err := base64.StdEncoding.DecodeString(key)
 		require.NoError(t, err)
@@ -248,5 +248,5 @@ func TestNewSecret(t *testing.T) {
 		require.False(t, seen[s], "unique")
 		seen[s] = true
 	}
-	assert.Equal(t, "whsec_", webhook.SecretPrefix)
+	assert.Equal(t, "whsec_", signature.SecretPrefix)
 }

@@ -1,4 +1,22 @@
-package webhook
+// Package signature signs and verifies webhook deliveries as the Standard
+// Webhooks specification has them: the headers webhook-id,
+// webhook-timestamp and webhook-signature ("v1," and the base64 of the
+// HMAC-SHA256 of "id.timestamp.body" under the key of a "whsec_" secret).
+//
+// It is what a receiver needs and nothing more: it links none of the
+// server (no database, no OAuth, no resources). A receiver reads the body
+// whole, calls Verify with the secret its endpoint's registration answered
+// with, and handles each webhook-id once:
+//
+//	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+//	if err != nil || signature.Verify(secret, r.Header, body) != nil {
+//		http.Error(w, "bad delivery", http.StatusUnauthorized)
+//		return
+//	}
+//
+// Deliveries are CloudEvents in structured mode (Content-Type
+// application/cloudevents+json, ContentType).
+package signature
 
 import (
 	"crypto/rand"
@@ -12,6 +30,10 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
+
+// ContentType is the Content-Type of deliveries: the body is one
+// CloudEvent in the CloudEvents JSON format, structured mode.
+const ContentType = "application/cloudevents+json"
 
 // The headers of a delivery, as the Standard Webhooks specification names
 // them.
@@ -37,7 +59,7 @@ func NewSecret() string {
 }
 
 // ErrBadSecret is the error of a secret that is not "whsec_" and base64.
-var ErrBadSecret = errors.New("webhook: a secret is whsec_ followed by a base64 key")
+var ErrBadSecret = errors.New("signature: a secret is whsec_ followed by a base64 key")
 
 func signer(secret string) (*standardwebhooks.Webhook, error) {
 	key, ok := strings.CutPrefix(secret, SecretPrefix)
@@ -83,7 +105,7 @@ func Verify(secret string, h http.Header, body []byte) error {
 		return err
 	}
 	if err := wh.Verify(body, h); err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		return fmt.Errorf("signature: %w", err)
 	}
 	return nil
 }
