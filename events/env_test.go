@@ -170,7 +170,7 @@ func newEnv(t testing.TB, b backend) *env {
 		Outbox: &refusingOutbox{events.Outbox{Dialect: b.dialect}}}
 	require.NoError(t, reg.Register(testResources()...))
 	require.NoError(t, reg.Migrate(ctx))
-	feed := &events.Feed{DB: db, Dialect: b.dialect, Verifier: verifier, Branches: apitest.Branches{DB: db, Table: "branches"}, Resources: reg.Resources()}
+	feed := &events.Feed{Registry: reg}
 	mux := http.NewServeMux()
 	reg.Mount(mux)
 	feed.Mount(mux)

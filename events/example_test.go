@@ -57,7 +57,7 @@ func ExampleFeed() {
 	if err := registry.Register(notes); err != nil {
 		panic(err)
 	}
-	feed := &events.Feed{DB: db, Dialect: query.SQLite, Verifier: verifier, Branches: branches, Resources: registry.Resources()}
+	feed := &events.Feed{Registry: registry}
 	mux := http.NewServeMux()
 	registry.Mount(mux)
 	feed.Mount(mux)

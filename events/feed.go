@@ -2,8 +2,6 @@ package events
 
 import (
 	"context"
-	"database/sql"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,7 +12,6 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -66,57 +63,36 @@ const scanWindow = 10000
 // given twice counting twice and kept once. An unknown one, or more than
 // MaxTypes, is 400 invalid_request.
 type Feed struct {
-	// DB and Dialect are the database of the events.
-	DB      *sql.DB
-	Dialect query.Dialect
-	// Verifier checks bearer tokens, Branches resolves branch paths.
-	Verifier tenancy.Verifier
-	Branches tenancy.Branches
-	// Resources are the resources whose events the feed serves: those of
-	// the registry whose Outbox keeps them.
-	Resources []*resource.Resource
-	// Prefixes are the path prefixes to mount under; nil means /v1 and
-	// /api/v1.
-	Prefixes []string
-	// Middleware wraps the route after tenancy resolved the tenant, e.g.
-	// rate limiting; nil means none.
-	Middleware func(http.Handler) http.Handler
-	// Logger receives the requests the feed failed to serve; nil means
-	// slog.Default.
-	Logger *slog.Logger
-	// Realm is the realm of WWW-Authenticate challenges; "" means none.
-	Realm string
-	// ResourceMetadata is the URL of the API's protected resource
-	// metadata (RFC 9728), given in the resource_metadata parameter of
-	// the Bearer challenges; "" means none.
-	ResourceMetadata string
+	// Registry is the API whose writes the feed serves, configured once:
+	// its database (DB, Dialect), tokens (Verifier), branches, resources
+	// (those whose events its Outbox keeps), path prefixes, Middleware
+	// (rate limits, after tenancy resolved the tenant), Logger, Realm and
+	// ResourceMetadata. Required.
+	Registry *resource.Registry
 }
 
 // Mount registers the feed on mux under every prefix.
 func (f *Feed) Mount(mux *http.ServeMux) {
+	g := f.Registry
 	mw := tenancy.Middleware(tenancy.Options{
-		Verifier: f.Verifier, Branches: f.Branches, ScopeType: tenancy.OrganizationOrBranch,
-		Scope: func(*http.Request) string { return ReadScope }, Logger: f.Logger, Realm: f.Realm,
-		ResourceMetadata: f.ResourceMetadata,
+		Verifier: g.Verifier, Branches: g.Branches, ScopeType: tenancy.OrganizationOrBranch,
+		Scope: func(*http.Request) string { return ReadScope }, Logger: g.Logger, Realm: g.Realm,
+		ResourceMetadata: g.ResourceMetadata,
 	})
 	var h http.Handler = http.HandlerFunc(f.serve)
-	if f.Middleware != nil {
-		h = f.Middleware(h)
+	if g.Middleware != nil {
+		h = g.Middleware(h)
 	}
 	h = mw(h)
 	notAllowed := apierrors.MethodNotAllowed("GET", "HEAD")
-	prefixes := f.Prefixes
-	if prefixes == nil {
-		prefixes = []string{"/v1", "/api/v1"}
-	}
-	for _, p := range prefixes {
+	for _, p := range g.PathPrefixes() {
 		mux.Handle("GET "+p+"/{scopeId}/events", h)
 		mux.HandleFunc(p+"/{scopeId}/events", func(w http.ResponseWriter, r *http.Request) { f.errors().Write(w, r, notAllowed) })
 	}
 }
 
 func (f *Feed) errors() apierrors.Writer {
-	return apierrors.Writer{Logger: f.Logger, Realm: f.Realm, ResourceMetadata: f.ResourceMetadata}
+	return apierrors.Writer{Logger: f.Registry.Logger, Realm: f.Registry.Realm, ResourceMetadata: f.Registry.ResourceMetadata}
 }
 
 // feedQuery is what a request of the feed asks.
@@ -174,8 +150,8 @@ func (f *Feed) parseTypes(q *feedQuery, v string) error {
 	if n := strings.Count(v, ",") + 1; n > MaxTypes {
 		return apierrors.InvalidRequest("types lists %d event types; at most %d are allowed", n, MaxTypes)
 	}
-	names := make([]string, len(f.Resources))
-	for i, r := range f.Resources {
+	names := make([]string, len(f.Registry.Resources()))
+	for i, r := range f.Registry.Resources() {
 		names[i] = r.Name
 	}
 	q.all = false
@@ -215,7 +191,7 @@ func truncate(s string, n int) string {
 // that the tenant may see; ok is false when it may see none.
 func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool) {
 	var readable []string
-	for _, r := range f.Resources {
+	for _, r := range f.Registry.Resources() {
 		if t.HasScope(r.ReadScope()) && (q.all || slices.Contains(q.prefixes, TypeName(r.Name)) || slices.ContainsFunc(q.types, func(typ string) bool { return strings.HasPrefix(typ, TypeName(r.Name)+".") })) {
 			readable = append(readable, r.Name)
 		}
@@ -228,7 +204,7 @@ func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool
 		// A record's whole types, or every type of a record: both name the
 		// resource, so the second is a condition on the resource.
 		var resources []string
-		for _, r := range f.Resources {
+		for _, r := range f.Registry.Resources() {
 			if slices.Contains(q.prefixes, TypeName(r.Name)) {
 				resources = append(resources, r.Name)
 			}
@@ -276,10 +252,10 @@ func (f *Feed) serve(w http.ResponseWriter, r *http.Request) {
 // page reads the page q asks of the tenant's feed and returns it with the
 // cursor after it.
 func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]Stored, int64, error) {
-	if _, err := Sequence(ctx, f.DB, f.Dialect); err != nil {
+	if _, err := Sequence(ctx, f.Registry.DB, f.Registry.Dialect); err != nil {
 		return nil, 0, apierrors.Internal(err)
 	}
-	head, purged, err := Head(ctx, f.DB, f.Dialect, t.OrganizationID)
+	head, purged, err := Head(ctx, f.Registry.DB, f.Registry.Dialect, t.OrganizationID)
 	if err != nil {
 		return nil, 0, apierrors.Internal(err)
 	}
@@ -313,12 +289,12 @@ func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]Stor
 // read returns the seq and body of up to limit events that match where,
 // with after < seq <= through, in seq order: what a page shows.
 func (f *Feed) read(ctx context.Context, where sq.Sqlizer, after, through int64, limit int) ([]Stored, error) {
-	text, args, err := f.Dialect.SQL(sq.Select("seq", "body").From(eventsTable).
+	text, args, err := f.Registry.Dialect.SQL(sq.Select("seq", "body").From(eventsTable).
 		Where(where).Where("seq > ? AND seq <= ?", after, through).OrderBy("seq").Limit(uint64(limit)))
 	if err != nil {
 		return nil, err
 	}
-	rows, err := f.DB.QueryContext(ctx, text, args...)
+	rows, err := f.Registry.DB.QueryContext(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,12 +7,18 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // FuzzFeedQuery checks the parser of the feed's query string: any input
 // is a page's query within the bounds, or a 400; nothing panics.
 func FuzzFeedQuery(f *testing.F) {
-	feed := &Feed{Resources: []*resource.Resource{{Name: "quotations"}, {Name: "accounts"}, {Name: "master_data"}}}
+	reg := &resource.Registry{}
+	if err := reg.Register(&resource.Resource{Name: "quotations", ScopeType: tenancy.Branch}, &resource.Resource{Name: "accounts", ScopeType: tenancy.Branch},
+		&resource.Resource{Name: "master_data", ScopeType: tenancy.Organization, ReadOnly: true}); err != nil {
+		f.Fatal(err)
+	}
+	feed := &Feed{Registry: reg}
 	for _, s := range []string{"", "after=12&limit=50", "types=quotation.*,account.created", "types=*", "after=", "limit=1000",
 		"types=master_data.status_changed", "after=9223372036854775807", "after=1&after=2", "types=%2A", "types=quotation.,x", "limit=-1"} {
 		f.Add(s)

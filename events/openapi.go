@@ -38,8 +38,8 @@ func (f *Feed) OpenAPI() *openapi.Document {
 	d.Components.Responses["Unavailable"] = openapi.UnavailableResponse()
 
 	prefix := "/v1"
-	if len(f.Prefixes) > 0 {
-		prefix = f.Prefixes[0]
+	if ps := f.Registry.PathPrefixes(); len(ps) > 0 {
+		prefix = ps[0]
 	}
 	d.Paths[prefix+"/{scopeId}/events"] = &openapi.PathItem{Get: &openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Follow the change feed", OperationID: "listEvents",
@@ -77,7 +77,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 // oaEventSchema describes an event.
 func (f *Feed) oaEventSchema() *openapi.Schema {
 	var names []string
-	for _, r := range f.Resources {
+	for _, r := range f.Registry.Resources() {
 		for _, c := range Changes {
 			if c == StatusChanged && r.StatusField() == "" {
 				continue

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/waybillhq/waybill/events"
@@ -16,12 +15,8 @@ const defaultEventRetention = 7 * 24 * time.Hour
 
 // newFeed returns the change feed of api's resources, on api's database,
 // behind its tokens and middleware.
-func newFeed(api *resource.Registry, logger *slog.Logger) *events.Feed {
-	return &events.Feed{
-		DB: api.DB, Dialect: api.Dialect, Verifier: api.Verifier, Branches: api.Branches,
-		Resources: api.Resources(), Middleware: api.Middleware, Logger: logger, Realm: realm,
-		ResourceMetadata: api.ResourceMetadata,
-	}
+func newFeed(api *resource.Registry) *events.Feed {
+	return &events.Feed{Registry: api}
 }
 
 // apiPurge is what the purge deletes of the API: the expired idempotency

@@ -72,8 +72,8 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	}
 	if api != nil {
 		api.Mount(mux)
-		newFeed(api, opts.Logger).Mount(mux)
-		newWebhookAPI(api, opts.Sealer, opts.WebhookAllowPrivate, opts.Logger).Mount(mux)
+		newFeed(api).Mount(mux)
+		newWebhookAPI(api, opts.Sealer, opts.WebhookAllowPrivate).Mount(mux)
 		mountOpenAPI(mux, api, tokens)
 		mountProtectedResource(mux, tokens.Issuer)
 	}

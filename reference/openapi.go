@@ -33,7 +33,7 @@ func openAPIInfo(tokens *oauth.Server, api *resource.Registry) (resource.OpenAPI
 			"vehicles, invoices, pricing and the organization's reference data, per organization and branch, " +
 			"behind OAuth 2.1.",
 		ServerURL: strings.TrimSuffix(tokens.Issuer, "/"),
-		Sections:  []*openapi.Document{section, newFeed(api, nil).OpenAPI(), newWebhookAPI(api, nil, false, nil).OpenAPI()},
+		Sections:  []*openapi.Document{section, newFeed(api).OpenAPI(), newWebhookAPI(api, nil, false).OpenAPI()},
 	}, nil
 }
 

@@ -17,13 +17,8 @@ import (
 // on api's database, behind its tokens and middleware. sealer (nil: none)
 // encrypts the endpoints' signing secrets; allowPrivate lets endpoints be
 // at private and loopback addresses.
-func newWebhookAPI(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool, logger *slog.Logger) *webhook.API {
-	a := &webhook.API{
-		DB: api.DB, Dialect: api.Dialect, Verifier: api.Verifier, Branches: api.Branches,
-		Resources: api.Resources(), Guard: webhook.Guard{AllowPrivate: allowPrivate},
-		Middleware: api.Middleware, Logger: logger, Realm: realm,
-		ResourceMetadata: api.ResourceMetadata, IdempotencyTTL: api.IdempotencyTTL,
-	}
+func newWebhookAPI(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool) *webhook.API {
+	a := &webhook.API{Registry: api, Guard: webhook.Guard{AllowPrivate: allowPrivate}}
 	if sealer != nil { // a nil *oauth.Sealer in the interface would not read as none
 		a.Sealer = sealer
 	}

@@ -144,6 +144,11 @@ func (g *Registry) Resource(name string) *Resource {
 	return nil
 }
 
+// PathPrefixes returns the path prefixes the routes are mounted under:
+// Prefixes, or /v1 and /api/v1 when it is nil. The change feed and the
+// webhook endpoints of the registry mount under the same.
+func (g *Registry) PathPrefixes() []string { return g.prefixes() }
+
 func (g *Registry) prefixes() []string {
 	if g.Prefixes != nil {
 		return g.Prefixes

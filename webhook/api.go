@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -48,9 +46,9 @@ const apiVersion = resource.Version
 // API serves the webhook endpoints of organizations: an organization
 // registers the URLs the dispatcher delivers its events to, the event
 // types each gets and, optionally, the branches, and lists the deliveries
-// of each endpoint and sends one again. DB, Dialect, Verifier, Branches and
-// Resources are required; the rest have useful zero values. Mount serves
-// it:
+// of each endpoint and sends one again. It is configured from the
+// resource.Registry whose events it delivers (Registry is required); the
+// rest have useful zero values. Mount serves it:
 //
 //	POST   {prefix}/{organizationId}/webhook_endpoints                 create (201, the secret shown once)
 //	GET    {prefix}/{organizationId}/webhook_endpoints                 list
@@ -171,21 +169,14 @@ const apiVersion = resource.Version
 // Errors are package errors' (apierrors) through an apierrors.Writer of
 // Logger and Realm; SQL is built with squirrel and bound parameters only.
 type API struct {
-	// DB holds the tables of Migrate and of events.Migrate. Give a SQLite
-	// database one connection (db.SetMaxOpenConns(1)), as a
-	// resource.Registry asks.
-	DB *sql.DB
-	// Dialect is DB's SQL dialect.
-	Dialect query.Dialect
-	// Verifier checks bearer tokens (a *bearer.Verifier).
-	Verifier tenancy.Verifier
-	// Branches lists the branches of organizations, for branch_ids and
-	// for client-credentials tokens.
-	Branches tenancy.Branches
-	// Resources are the resources whose events endpoints may subscribe
-	// to: the registry's (resource.Registry.Resources). Their names give
-	// the event types, their read scopes what a token may subscribe to.
-	Resources []*resource.Resource
+	// Registry is the API whose organizations' endpoints this serves,
+	// configured once: its database (DB, Dialect; the tables of Migrate
+	// and of the events), tokens (Verifier), branches, resources (whose
+	// names give the event types and whose read scopes what a token may
+	// subscribe to), path prefixes, Middleware (rate limits, after tenancy
+	// resolved the tenant), Logger, Realm, ResourceMetadata and
+	// IdempotencyTTL (the keys are shared with the resources). Required.
+	Registry *resource.Registry
 	// Guard checks endpoint URLs; the zero Guard refuses every address
 	// that is not public.
 	Guard Guard
@@ -194,40 +185,12 @@ type API struct {
 	Sealer Sealer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Prefixes are the path prefixes to mount under; nil means /v1 and
-	// /api/v1.
-	Prefixes []string
-	// Middleware wraps every route after tenancy has resolved the tenant
-	// (rate limits per organization, say); nil means none.
-	Middleware func(http.Handler) http.Handler
-	// Logger receives the requests the API failed to serve; nil means
-	// slog.Default.
-	Logger *slog.Logger
-	// Realm is the realm of the WWW-Authenticate challenges of refused
-	// tokens; "" means none.
-	Realm string
-	// ResourceMetadata is the URL of the API's protected resource
-	// metadata (RFC 9728), given in the resource_metadata parameter of
-	// the Bearer challenges; "" means none.
-	ResourceMetadata string
 	// MaxEndpoints is how many endpoints one organization may have; 0
 	// means DefaultMaxEndpoints.
 	MaxEndpoints int
-	// IdempotencyTTL is how long the answer of a write sent with an
-	// Idempotency-Key is kept for its retries; 0 means 24 hours. Give the
-	// registry's (resource.Registry.IdempotencyTTL): the keys are shared.
-	IdempotencyTTL time.Duration
 }
 
-// defaultPrefixes are the prefixes of an API without Prefixes.
-var defaultPrefixes = []string{"/v1", "/api/v1"}
-
-func (a *API) prefixes() []string {
-	if a.Prefixes != nil {
-		return a.Prefixes
-	}
-	return defaultPrefixes
-}
+func (a *API) prefixes() []string { return a.Registry.PathPrefixes() }
 
 // now returns the time of the API's clock, in UTC, to the microsecond both
 // databases keep.
@@ -247,21 +210,21 @@ func (a *API) maxEndpoints() int {
 }
 
 func (a *API) errors() apierrors.Writer {
-	return apierrors.Writer{Logger: a.Logger, Realm: a.Realm, ResourceMetadata: a.ResourceMetadata}
+	return apierrors.Writer{Logger: a.Registry.Logger, Realm: a.Registry.Realm, ResourceMetadata: a.Registry.ResourceMetadata}
 }
 
 // Mount registers the routes of the API on mux under every prefix (see
 // API). It panics when the API has no Verifier.
 func (a *API) Mount(mux *http.ServeMux) {
 	mw := tenancy.Middleware(tenancy.Options{
-		Verifier: a.Verifier, Branches: a.Branches, ScopeType: tenancy.Organization,
+		Verifier: a.Registry.Verifier, Branches: a.Registry.Branches, ScopeType: tenancy.Organization,
 		Scope: tenancy.ReadWrite(ScopeRead, ScopeWrite), PathValue: "organizationId",
-		Logger: a.Logger, Realm: a.Realm, ResourceMetadata: a.ResourceMetadata,
+		Logger: a.Registry.Logger, Realm: a.Registry.Realm, ResourceMetadata: a.Registry.ResourceMetadata,
 	})
 	wrap := func(f http.HandlerFunc) http.Handler {
 		var next http.Handler = f
-		if a.Middleware != nil {
-			next = a.Middleware(next)
+		if a.Registry.Middleware != nil {
+			next = a.Registry.Middleware(next)
 		}
 		return mw(next)
 	}
@@ -307,7 +270,7 @@ func tenant(r *http.Request) tenancy.Tenant {
 
 // inTx runs f in a transaction, committed when f returns nil.
 func (a *API) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
-	tx, err := a.DB.BeginTx(ctx, nil)
+	tx, err := a.Registry.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return apierrors.Internal(fmt.Errorf("webhook: begin: %w", err))
 	}
@@ -323,7 +286,7 @@ func (a *API) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 
 // exec runs b in tx; what names it in the log of a failure.
 func (a *API) exec(ctx context.Context, tx *sql.Tx, what string, b sq.Sqlizer) error {
-	text, args, err := a.Dialect.SQL(b)
+	text, args, err := a.Registry.Dialect.SQL(b)
 	if err != nil {
 		return apierrors.Internal(err)
 	}
@@ -340,8 +303,8 @@ func dbError(what string, err error) error {
 
 // resourceNames returns the names of Resources.
 func (a *API) resourceNames() []string {
-	names := make([]string, len(a.Resources))
-	for i, r := range a.Resources {
+	names := make([]string, len(a.Registry.Resources()))
+	for i, r := range a.Registry.Resources() {
 		names[i] = r.Name
 	}
 	return names

@@ -61,7 +61,7 @@ func (a *API) authorize(t tenancy.Tenant, in *endpointInput, orgBranches []strin
 // checkScope checks that the token of t may read what the pattern p names.
 func (a *API) checkScope(t tenancy.Tenant, p string) error {
 	if p == "*" {
-		for _, r := range a.Resources {
+		for _, r := range a.Registry.Resources() {
 			if t.HasScope(r.ReadScope()) {
 				return nil
 			}
@@ -69,7 +69,7 @@ func (a *API) checkScope(t tenancy.Tenant, p string) error {
 		return apierrors.InsufficientScope("", "the event type * needs the read scope of at least one resource (svc:<resource>:read); the token has none")
 	}
 	name, _, _ := strings.Cut(p, ".")
-	for _, r := range a.Resources {
+	for _, r := range a.Registry.Resources() {
 		if events.TypeName(r.Name) == name && !t.HasScope(r.ReadScope()) {
 			return apierrors.InsufficientScope(r.ReadScope(), "the event type %s needs the scope %s", p, r.ReadScope())
 		}
@@ -82,7 +82,7 @@ func (a *API) checkScope(t tenancy.Tenant, p string) error {
 // token (nil, every branch, for an authorization-code token).
 func (a *API) grant(t tenancy.Tenant) (resources, branches []string) {
 	resources = []string{}
-	for _, r := range a.Resources {
+	for _, r := range a.Registry.Resources() {
 		if t.HasScope(r.ReadScope()) {
 			resources = append(resources, r.Name)
 		}
@@ -100,10 +100,10 @@ func (a *API) orgBranches(ctx context.Context, t tenancy.Tenant, in *endpointInp
 	if !in.givenBranches && !(t.Claims.ClientCredentials() && in.setsSubscription()) {
 		return nil, nil
 	}
-	if a.Branches == nil {
+	if a.Registry.Branches == nil {
 		return nil, apierrors.Internal(errors.New("webhook: API.Branches is required"))
 	}
-	bs, err := a.Branches.List(ctx, t.OrganizationID)
+	bs, err := a.Registry.Branches.List(ctx, t.OrganizationID)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
@@ -173,7 +173,7 @@ func (a *API) endpointFor(ctx context.Context, q events.Querier, t tenancy.Tenan
 // could not read.
 func (a *API) checkCovers(t tenancy.Tenant, eventTypes, grantResources []string) error {
 	var missing, what []string
-	for _, r := range a.Resources {
+	for _, r := range a.Registry.Resources() {
 		if !slices.Contains(grantResources, r.Name) || t.HasScope(r.ReadScope()) {
 			continue
 		}

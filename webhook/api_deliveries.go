@@ -98,7 +98,7 @@ type deliveryFilter struct {
 // readDeliveries returns the deliveries f selects, newest first, with
 // their attempts.
 func (a *API) readDeliveries(ctx context.Context, q events.Querier, f deliveryFilter) ([]*deliveryView, error) {
-	d := a.Dialect
+	d := a.Registry.Dialect
 	b := sq.Select("d.id", "d.event_id", "e.type", "d.status", "d.next_attempt_at", "d.created_at").
 		From(deliveriesTable + " d").
 		LeftJoin(eventsTable + " e ON e.organization_id = d.organization_id AND e.seq = d.event_seq").
@@ -255,13 +255,13 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		a.errors().Write(w, r, err)
 		return
 	}
-	if _, err := a.endpointFor(ctx, a.DB, t, rc, id, false); err != nil {
+	if _, err := a.endpointFor(ctx, a.Registry.DB, t, rc, id, false); err != nil {
 		a.errors().Write(w, r, err)
 		return
 	}
 	limit := f.limit
 	f.limit++ // one more: when it exists, the page is not the last
-	list, err := a.readDeliveries(ctx, a.DB, f)
+	list, err := a.readDeliveries(ctx, a.Registry.DB, f)
 	if err != nil {
 		a.errors().Write(w, r, err)
 		return
@@ -304,7 +304,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 		a.errors().Write(w, r, err)
 		return
 	}
-	d := a.Dialect
+	d := a.Registry.Dialect
 	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
 		ep, err := a.endpointFor(ctx, tx, t, rc, id, false)

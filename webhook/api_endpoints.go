@@ -225,7 +225,7 @@ func jsonList(l []string) any {
 // never behind what the fan-out already handed out without it: it gets
 // every event after it. SQLite has one writer already.
 func (a *API) lockOrganization(ctx context.Context, tx *sql.Tx, org string) error {
-	if a.Dialect != query.Postgres {
+	if a.Registry.Dialect != query.Postgres {
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO waybill_webhook_fanout (organization_id, seq)
@@ -264,7 +264,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	grantResources, grantBranches := a.grant(t)
 	// Number the events committed so far, so that the head read below
 	// counts them: the endpoint gets only what comes after it.
-	if _, err := events.Sequence(ctx, a.DB, a.Dialect); err != nil {
+	if _, err := events.Sequence(ctx, a.Registry.DB, a.Registry.Dialect); err != nil {
 		a.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
@@ -273,7 +273,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	if a.Sealer != nil {
 		sealed, keyID = a.Sealer.Seal([]byte(secret), []byte(ep.ID))
 	}
-	d := a.Dialect
+	d := a.Registry.Dialect
 	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
 		if err := a.lockOrganization(ctx, tx, t.OrganizationID); err != nil {
@@ -338,10 +338,10 @@ func errNoEndpoint() error { return apierrors.NotFound("no webhook endpoint with
 // PostgreSQL when forUpdate.
 func (a *API) findEndpoint(ctx context.Context, q events.Querier, org, id string, forUpdate bool) (*endpointView, error) {
 	b := sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": org, "id": id})
-	if forUpdate && a.Dialect == query.Postgres {
+	if forUpdate && a.Registry.Dialect == query.Postgres {
 		b = b.Suffix("FOR UPDATE")
 	}
-	text, args, err := a.Dialect.SQL(b)
+	text, args, err := a.Registry.Dialect.SQL(b)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
@@ -377,7 +377,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 		a.errors().Write(w, r, err)
 		return
 	}
-	ep, err := a.endpointFor(r.Context(), a.DB, t, rc, id, false)
+	ep, err := a.endpointFor(r.Context(), a.Registry.DB, t, rc, id, false)
 	if err != nil {
 		a.errors().Write(w, r, err)
 		return
@@ -436,13 +436,13 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	}
 	// An organization has at most MaxEndpoints: the page is cut here, after
 	// the endpoints out of the token's reach are left out.
-	text, args, err := a.Dialect.SQL(sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}).
+	text, args, err := a.Registry.Dialect.SQL(sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}).
 		OrderBy("created_at", "id"))
 	if err != nil {
 		a.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
-	rows, err := a.DB.QueryContext(ctx, text, args...)
+	rows, err := a.Registry.DB.QueryContext(ctx, text, args...)
 	if err != nil {
 		a.errors().Write(w, r, dbError("list endpoints", err))
 		return
@@ -494,7 +494,7 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		a.errors().Write(w, r, err)
 		return
 	}
-	d := a.Dialect
+	d := a.Registry.Dialect
 	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
 		ep, err := a.endpointFor(ctx, tx, t, rc, id, true)

@@ -101,10 +101,10 @@ func newEnv(t testing.TB, b backend, configure func(*webhook.API)) *env {
 	require.NoError(t, webhook.Migrate(ctx, db, b.dialect))
 	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
-	api := &webhook.API{
-		DB: db, Dialect: b.dialect, Verifier: &bearer.Verifier{Keys: keys, Issuer: issuer},
-		Branches: apitest.Branches{DB: db, Table: "test_branches"}, Resources: testResources(),
-	}
+	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: &bearer.Verifier{Keys: keys, Issuer: issuer},
+		Branches: apitest.Branches{DB: db, Table: "test_branches"}}
+	require.NoError(t, reg.Register(testResources()...))
+	api := &webhook.API{Registry: reg}
 	if configure != nil {
 		configure(api)
 	}

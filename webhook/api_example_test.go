@@ -1,16 +1,12 @@
 package webhook_test
 
 import (
-	"database/sql"
 	"log"
 	"net/http"
 
 	"github.com/waybillhq/waybill/oauth"
-	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/openapi"
-	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
-	"github.com/waybillhq/waybill/tenancy"
 	"github.com/waybillhq/waybill/webhook"
 )
 
@@ -19,10 +15,7 @@ import (
 // document.
 func ExampleAPI() {
 	var (
-		db        *sql.DB            // with events.Migrate and webhook.Migrate applied
-		verifier  *bearer.Verifier   // checks the OAuth access tokens
-		branches  tenancy.Branches   // the branches of organizations
-		registry  *resource.Registry // the resources whose events endpoints get
+		registry  *resource.Registry // the resources whose events endpoints get, with their database (events.Migrate and webhook.Migrate applied), Verifier and Branches
 		secretKey = "..."            // 32 random bytes in base64: openssl rand -base64 32
 		tokens    *oauth.Server      // the token service, whose ScopesSupported lists webhook.ScopeRead and webhook.ScopeWrite
 	)
@@ -35,9 +28,8 @@ func ExampleAPI() {
 		log.Fatal(err)
 	}
 	api := &webhook.API{
-		DB: db, Dialect: query.Postgres, Verifier: verifier, Branches: branches,
-		Resources: registry.Resources(),
-		Sealer:    sealer, // the signing secrets are encrypted at rest
+		Registry: registry, // its database, tokens, branches, resources and middleware
+		Sealer:   sealer,   // the signing secrets are encrypted at rest
 	}
 	mux := http.NewServeMux()
 	registry.Mount(mux)

@@ -508,7 +508,7 @@ func TestMiddleware(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	eachBackend(t, func(a *webhook.API) { a.Middleware = mw }, func(t *testing.T, e *env) {
+	eachBackend(t, func(a *webhook.API) { a.Registry.Middleware = mw }, func(t *testing.T, e *env) {
 		tok := e.codeToken(t, orgA, readAll...)
 		r := e.do(t, http.MethodGet, endpoints(orgA), tok, "")
 		require.Equal(t, http.StatusOK, r.status, r.raw)

@@ -54,7 +54,7 @@ func keyedOf(r *http.Request) *keyed {
 }
 
 func (a *API) idempotencyStore() idempotency.Store {
-	return idempotency.Store{Dialect: a.Dialect, TTL: a.IdempotencyTTL, Now: a.Now}
+	return idempotency.Store{Dialect: a.Registry.Dialect, TTL: a.Registry.IdempotencyTTL, Now: a.Now}
 }
 
 // idempotent reads the Idempotency-Key of a write and the body it keys
@@ -80,7 +80,7 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 		t := tenant(r)
 		k := &keyed{key: key, fingerprint: idempotency.Fingerprint(body, r.Method, "webhook_endpoints", t.OrganizationID,
 			r.PathValue("id"), r.PathValue("delivery_id"))}
-		stored, err := a.idempotencyStore().Lookup(r.Context(), a.DB, idempotency.OwnerOf(t), key)
+		stored, err := a.idempotencyStore().Lookup(r.Context(), a.Registry.DB, idempotency.OwnerOf(t), key)
 		if err != nil {
 			a.errors().Write(w, r, apierrors.Internal(err))
 			return
@@ -138,14 +138,14 @@ func (a *API) withSecret(r *http.Request, ans *idempotency.Answer) (*idempotency
 	if err := json.Unmarshal(created.Data, &ep); err != nil {
 		return nil, err
 	}
-	text, args, err := a.Dialect.SQL(sq.Select("secret", "secret_key_id").From(endpointsTable).
+	text, args, err := a.Registry.Dialect.SQL(sq.Select("secret", "secret_key_id").From(endpointsTable).
 		Where(sq.Eq{"organization_id": tenant(r).OrganizationID, "id": ep.ID}))
 	if err != nil {
 		return nil, err
 	}
 	var sealed []byte
 	var keyID string
-	switch err := a.DB.QueryRowContext(r.Context(), text, args...).Scan(&sealed, &keyID); {
+	switch err := a.Registry.DB.QueryRowContext(r.Context(), text, args...).Scan(&sealed, &keyID); {
 	case errors.Is(err, sql.ErrNoRows):
 		return ans, nil
 	case err != nil:

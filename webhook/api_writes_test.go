@@ -132,7 +132,7 @@ func TestIdempotencyKey(t *testing.T) {
 func TestIdempotencyKeyRateLimited(t *testing.T) {
 	t.Parallel()
 	limited := func(a *webhook.API) {
-		a.Middleware = ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		a.Registry.Middleware = ratelimit.MiddlewareWithOptions(ratelimit.Options{
 			Limiter: ratelimit.NewMemory(ratelimit.MemoryOptions{}),
 			Limit:   ratelimit.Limit{Name: "rest", Quota: 3, Window: time.Minute},
 			Key: func(r *http.Request) (string, bool) {

@@ -13,6 +13,7 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // noDNS is a resolver that answers no name, so that fuzzing never waits
@@ -25,7 +26,11 @@ var noDNS = &net.Resolver{PreferGo: true, Dial: func(context.Context, string, st
 // endpoint: any body is an endpoint's settings within the rules, or a 4xx
 // in the error shape; nothing panics.
 func FuzzEndpointBody(f *testing.F) {
-	a := &API{Resources: []*resource.Resource{{Name: "quotations"}, {Name: "accounts"}}, Guard: Guard{Resolver: noDNS}}
+	reg := &resource.Registry{}
+	if err := reg.Register(&resource.Resource{Name: "quotations", ScopeType: tenancy.Branch}, &resource.Resource{Name: "accounts", ScopeType: tenancy.Branch}); err != nil {
+		f.Fatal(err)
+	}
+	a := &API{Registry: reg, Guard: Guard{Resolver: noDNS}}
 	for _, s := range []string{
 		`{"url": "https://93.184.216.34/hook", "event_types": ["quotation.*"]}`,
 		`{"url": "https://93.184.216.34/hook", "event_types": ["*"], "branch_ids": ["0a000000-0000-4000-8000-0000000000a1"]}`,

@@ -92,7 +92,7 @@ func (a *API) OpenAPI() *openapi.Document {
 // oaDelivery adds the webhook a receiver is called with, and the schemas of
 // the event it carries (the feed's: package events describes them).
 func (a *API) oaDelivery(d *openapi.Document) {
-	feed := (&events.Feed{Resources: a.Resources}).OpenAPI()
+	feed := (&events.Feed{Registry: a.Registry}).OpenAPI()
 	for _, name := range []string{"CloudEvent", "EventData"} {
 		d.Components.Schemas[name] = feed.Components.Schemas[name]
 	}

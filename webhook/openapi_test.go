@@ -62,7 +62,9 @@ func decode(t *testing.T, raw []byte) map[string]any {
 
 func TestOpenAPI(t *testing.T) {
 	t.Parallel()
-	api := &webhook.API{Resources: testResources()}
+	reg := &resource.Registry{}
+	require.NoError(t, reg.Register(testResources()...))
+	api := &webhook.API{Registry: reg}
 	raw, err := openapi.Marshal(api.OpenAPI())
 	require.NoError(t, err)
 	doc := decode(t, raw)
@@ -152,9 +154,9 @@ func TestOpenAPI(t *testing.T) {
 	}
 
 	t.Run("other prefixes", func(t *testing.T) {
-		d := (&webhook.API{Prefixes: []string{"/api/v2"}}).OpenAPI()
+		d := (&webhook.API{Registry: &resource.Registry{Prefixes: []string{"/api/v2"}}}).OpenAPI()
 		assert.Contains(t, d.Paths, "/api/v2/{organizationId}/webhook_endpoints")
-		assert.Empty(t, (&webhook.API{Prefixes: []string{}}).OpenAPI().Paths)
+		assert.Empty(t, (&webhook.API{Registry: &resource.Registry{Prefixes: []string{}}}).OpenAPI().Paths)
 	})
 }
 
@@ -165,7 +167,7 @@ func TestOpenAPIMerges(t *testing.T) {
 	t.Parallel()
 	reg := &resource.Registry{}
 	require.NoError(t, reg.Register(testResources()...))
-	api := &webhook.API{Resources: reg.Resources()}
+	api := &webhook.API{Registry: reg}
 	srv := &oauth.Server{Issuer: "https://auth.test", ScopesSupported: []string{webhook.ScopeRead, webhook.ScopeWrite, "svc:quotations:read"}}
 	for _, sections := range [][]*openapi.Document{
 		{api.OpenAPI()},
