@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -17,7 +17,7 @@ const benchEvents = 100_000
 
 // BenchmarkFeed reads pages of 1,000 events of an organization with
 // 100,000: through the feed over HTTP (a token that sees every event);
-// events.Read, which the webhook fan-out uses; and as the floor the bare
+// eventstore.Read, which the webhook fan-out uses; and as the floor the bare
 // SQL that selects what a page shows. It reports events/s.
 func BenchmarkFeed(b *testing.B) {
 	e := newEnv(b, backends[0])
@@ -88,7 +88,7 @@ func BenchmarkFeed(b *testing.B) {
 	})
 	b.Run("read", func(b *testing.B) {
 		read(b, func(after int64) int64 {
-			page, err := events.Read(ctx, e.db, query.Postgres, orgA, after, benchEvents, limit)
+			page, err := eventstore.Read(ctx, e.db, query.Postgres, orgA, after, benchEvents, limit)
 			if err != nil || len(page) != limit {
 				b.Fatal(err, len(page))
 			}

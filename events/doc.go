@@ -5,7 +5,7 @@
 // # The outbox
 //
 // Set an Outbox as the registry's resource.Registry.Outbox and call
-// Migrate once at start-up. Every create, update and delete then appends
+// Feed.Migrate once at start-up. Every create, update and delete then appends
 // its event in its own transaction, as its last statement: an event exists
 // if and only if its write committed. The event is a CloudEvents 1.0 JSON
 // object:
@@ -46,7 +46,7 @@
 //
 // Feed serves GET {prefix}/{scopeId}/events?after=&types=&limit=; see Feed
 // for who sees what. types lists at most MaxTypes event types (400
-// invalid_request beyond), each kept once. Purge removes the events older than the retention (a
+// invalid_request beyond), each kept once. Feed.Purge removes the events older than the retention (a
 // server runs it periodically); a cursor from before them is answered 410
 // cursor_expired.
 package events

@@ -15,6 +15,7 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/apitest"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
@@ -162,7 +163,7 @@ func newEnv(t testing.TB, b backend) *env {
 		_, err := db.Exec("INSERT INTO branches (id, organization_id, name) VALUES ($1, $2, $3)", br[0], br[1], "branch")
 		require.NoError(t, err)
 	}
-	require.NoError(t, events.Migrate(ctx, db, b.dialect))
+	require.NoError(t, eventstore.Migrate(ctx, db, b.dialect))
 	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
 	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer}

@@ -42,10 +42,6 @@ func ExampleFeed() {
 	ctx := context.Background()
 	_, _ = db.Exec(`CREATE TABLE notes (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT NOT NULL,
 		created_at TEXT NOT NULL, updated_at TEXT NOT NULL, body TEXT NOT NULL)`)
-	if err := events.Migrate(ctx, db, query.SQLite); err != nil {
-		panic(err)
-	}
-
 	const org, branch = "0a000000-0000-4000-8000-00000000000a", "0a000000-0000-4000-8000-0000000000a1"
 	keys, _ := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("k", 32))})
 	verifier := &bearer.Verifier{Keys: keys, Issuer: "https://example.test"}
@@ -58,6 +54,9 @@ func ExampleFeed() {
 		panic(err)
 	}
 	feed := &events.Feed{Registry: registry}
+	if err := feed.Migrate(ctx); err != nil { // the tables of the events
+		panic(err)
+	}
 	mux := http.NewServeMux()
 	registry.Mount(mux)
 	feed.Mount(mux)

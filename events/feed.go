@@ -12,6 +12,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -251,11 +252,11 @@ func (f *Feed) serve(w http.ResponseWriter, r *http.Request) {
 
 // page reads the page q asks of the tenant's feed and returns it with the
 // cursor after it.
-func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]Stored, int64, error) {
-	if _, err := Sequence(ctx, f.Registry.DB, f.Registry.Dialect); err != nil {
+func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]eventstore.Stored, int64, error) {
+	if _, err := eventstore.Sequence(ctx, f.Registry.DB, f.Registry.Dialect); err != nil {
 		return nil, 0, apierrors.Internal(err)
 	}
-	head, purged, err := Head(ctx, f.Registry.DB, f.Registry.Dialect, t.OrganizationID)
+	head, purged, err := eventstore.Head(ctx, f.Registry.DB, f.Registry.Dialect, t.OrganizationID)
 	if err != nil {
 		return nil, 0, apierrors.Internal(err)
 	}
@@ -288,8 +289,8 @@ func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]Stor
 
 // read returns the seq and body of up to limit events that match where,
 // with after < seq <= through, in seq order: what a page shows.
-func (f *Feed) read(ctx context.Context, where sq.Sqlizer, after, through int64, limit int) ([]Stored, error) {
-	text, args, err := f.Registry.Dialect.SQL(sq.Select("seq", "body").From(eventsTable).
+func (f *Feed) read(ctx context.Context, where sq.Sqlizer, after, through int64, limit int) ([]eventstore.Stored, error) {
+	text, args, err := f.Registry.Dialect.SQL(sq.Select("seq", "body").From(eventstore.Table).
 		Where(where).Where("seq > ? AND seq <= ?", after, through).OrderBy("seq").Limit(uint64(limit)))
 	if err != nil {
 		return nil, err
@@ -299,9 +300,9 @@ func (f *Feed) read(ctx context.Context, where sq.Sqlizer, after, through int64,
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]Stored, 0, limit)
+	out := make([]eventstore.Stored, 0, limit)
 	for rows.Next() {
-		var e Stored
+		var e eventstore.Stored
 		if err := rows.Scan(&e.Seq, &e.Body); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -150,7 +151,7 @@ func TestRolledBackWritesLeaveNoEvent(t *testing.T) {
 		assert.Equal(t, "one", evs[0]["data"].(map[string]any)["record"].(map[string]any)["name"])
 		assert.Equal(t, "two", evs[1]["data"].(map[string]any)["record"].(map[string]any)["name"])
 		assert.Equal(t, "2", cursor, "the sequence has no hole where a write rolled back")
-		seq, _, err := events.Head(context.Background(), e.db, e.dialect, orgA)
+		seq, _, err := eventstore.Head(context.Background(), e.db, e.dialect, orgA)
 		require.NoError(t, err)
 		assert.Equal(t, int64(2), seq)
 	})
@@ -269,7 +270,7 @@ func TestFeedCursors(t *testing.T) {
 		// Retention: the first five events go; a cursor before them is gone.
 		_, err = e.db.Exec("UPDATE waybill_events SET time = $1 WHERE seq <= 5", e.dialect.Timestamp(time.Now().Add(-8*24*time.Hour)))
 		require.NoError(t, err)
-		n, err := events.Purge(context.Background(), e.db, e.dialect, time.Now().Add(-7*24*time.Hour))
+		n, err := e.feed.Purge(context.Background(), time.Now().Add(-7*24*time.Hour))
 		require.NoError(t, err)
 		assert.Equal(t, int64(5), n)
 		for _, after := range []string{"0", "4"} {
@@ -281,7 +282,7 @@ func TestFeedCursors(t *testing.T) {
 		assert.Len(t, rest, 2)
 		start, _ := e.follow(t, orgA, tok, "", "")
 		assert.Len(t, start, 2, "without a cursor the feed starts at the oldest event it keeps")
-		n, err = events.Purge(context.Background(), e.db, e.dialect, time.Now().Add(-7*24*time.Hour))
+		n, err = e.feed.Purge(context.Background(), time.Now().Add(-7*24*time.Hour))
 		require.NoError(t, err)
 		assert.Zero(t, n)
 	})
@@ -315,17 +316,17 @@ func TestSequenceBounded(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, backends[0])
 	ctx := context.Background()
-	n := events.SequenceBatch + 10
+	n := eventstore.SequenceBatch + 10
 	_, err := e.db.ExecContext(ctx, `INSERT INTO waybill_events (organization_id, id, type, resource, branch_id, record_id, time, body)
 		SELECT $1, gen_random_uuid()::text, 'account.created', 'accounts', $2, gen_random_uuid()::text, now(),
 			'{"id":"' || n || '"}' FROM generate_series(1, $3::bigint) AS n`, orgA, a1, n)
 	require.NoError(t, err)
-	got, err := events.Sequence(ctx, e.db, e.dialect)
+	got, err := eventstore.Sequence(ctx, e.db, e.dialect)
 	require.NoError(t, err)
-	assert.Equal(t, int64(events.SequenceBatch), got, "one call numbers one batch")
-	head, _, err := events.Head(ctx, e.db, e.dialect, orgA)
+	assert.Equal(t, int64(eventstore.SequenceBatch), got, "one call numbers one batch")
+	head, _, err := eventstore.Head(ctx, e.db, e.dialect, orgA)
 	require.NoError(t, err)
-	assert.Equal(t, int64(events.SequenceBatch), head)
+	assert.Equal(t, int64(eventstore.SequenceBatch), head)
 	tok := e.codeToken(t, orgA, "u", allScopes...)
 	var ids []string
 	after := ""

@@ -78,7 +78,7 @@ func (f *Feed) OpenAPI() *openapi.Document {
 func (f *Feed) oaEventSchema() *openapi.Schema {
 	var names []string
 	for _, r := range f.Registry.Resources() {
-		for _, c := range Changes {
+		for _, c := range changes {
 			if c == StatusChanged && r.StatusField() == "" {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 )
@@ -153,7 +154,7 @@ func branch(c *resource.Change) any {
 // they have committed, so that writers never wait for each other.
 func appendPostgres(ctx context.Context, tx *sql.Tx, c *resource.Change, evs []*event) error {
 	var sb strings.Builder
-	sb.WriteString(`INSERT INTO ` + eventsTable + ` (organization_id, id, type, resource, branch_id, record_id, time, body) VALUES `)
+	sb.WriteString(`INSERT INTO ` + eventstore.Table + ` (organization_id, id, type, resource, branch_id, record_id, time, body) VALUES `)
 	args := []any{c.Tenant.OrganizationID, c.Resource.Name, branch(c), c.ID, eventTime(c)}
 	for i, e := range evs {
 		if i > 0 {
@@ -171,13 +172,13 @@ func appendPostgres(ctx context.Context, tx *sql.Tx, c *resource.Change, evs []*
 // the order of writes is the order of commits.
 func appendSQLite(ctx context.Context, tx *sql.Tx, d query.Dialect, c *resource.Change, evs []*event) error {
 	var last int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO `+headsTable+` (organization_id, seq) VALUES (?, ?)
+	err := tx.QueryRowContext(ctx, `INSERT INTO `+eventstore.HeadsTable+` (organization_id, seq) VALUES (?, ?)
 ON CONFLICT (organization_id) DO UPDATE SET seq = seq + excluded.seq RETURNING seq`, c.Tenant.OrganizationID, len(evs)).Scan(&last)
 	if err != nil {
 		return err
 	}
 	var sb strings.Builder
-	sb.WriteString(`INSERT INTO ` + eventsTable + ` (organization_id, seq, id, type, resource, branch_id, record_id, time, body) VALUES `)
+	sb.WriteString(`INSERT INTO ` + eventstore.Table + ` (organization_id, seq, id, type, resource, branch_id, record_id, time, body) VALUES `)
 	var args []any
 	for i, e := range evs {
 		if i > 0 {

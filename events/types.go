@@ -17,8 +17,8 @@ const (
 	StatusChanged = "status_changed"
 )
 
-// Changes lists the changes of event types, in the order above.
-var Changes = []string{Created, Updated, Deleted, StatusChanged}
+// changes lists the changes of event types, in the order above.
+var changes = []string{Created, Updated, Deleted, StatusChanged}
 
 // TypeName returns the name of a record of the resource called resource,
 // the part of an event type before the dot (resource.Singular):
@@ -54,7 +54,7 @@ func ParsePattern(s string, resources []string) (p Pattern, ok bool) {
 	if !found || !slices.ContainsFunc(resources, func(r string) bool { return TypeName(r) == name }) {
 		return "", false
 	}
-	if change != "*" && !slices.Contains(Changes, change) {
+	if change != "*" && !slices.Contains(changes, change) {
 		return "", false
 	}
 	return Pattern(s), true

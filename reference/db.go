@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
-	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
@@ -206,15 +205,9 @@ func migrateDB(ctx context.Context, db *sql.DB, dialect query.Dialect) ([]int, e
 	if err := newOAuthStore(db, dialect).Migrate(ctx); err != nil {
 		return applied, err
 	}
-	// The registry's own tables: the answers kept for idempotency keys.
-	if err := (&resource.Registry{DB: db, Dialect: dialect}).Migrate(ctx); err != nil {
-		return applied, err
-	}
-	// The outbox of events, and the webhook endpoints and deliveries.
-	if err := events.Migrate(ctx, db, dialect); err != nil {
-		return applied, err
-	}
-	return applied, webhook.Migrate(ctx, db, dialect)
+	// The registry's own tables (the answers kept for idempotency keys),
+	// the outbox of events, and the webhook endpoints and deliveries.
+	return applied, (&webhook.API{Registry: &resource.Registry{DB: db, Dialect: dialect}}).Migrate(ctx)
 }
 
 // openAndMigrate opens the database that rawURL names, with a pool of at

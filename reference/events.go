@@ -34,11 +34,11 @@ func (p apiPurge) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
 
 // PurgeEvents deletes the events older than the retention.
 func (p apiPurge) PurgeEvents(ctx context.Context) (int64, error) {
-	return events.Purge(ctx, p.api.DB, p.api.Dialect, time.Now().Add(-p.retention))
+	return newFeed(p.api).Purge(ctx, time.Now().Add(-p.retention))
 }
 
 // PurgeDeliveries deletes the webhook deliveries that ended before the
 // retention, with their attempts.
 func (p apiPurge) PurgeDeliveries(ctx context.Context) (int64, error) {
-	return webhook.PurgeDeliveries(ctx, p.api.DB, p.api.Dialect, time.Now().Add(-p.retention))
+	return (&webhook.API{Registry: p.api}).Purge(ctx, time.Now().Add(-p.retention))
 }

@@ -8,6 +8,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -152,7 +153,7 @@ func (r reach) sees(ep *endpointView) bool {
 
 // endpointFor reads the endpoint id of t's organization if it is within
 // rc, else answers 404 (see findEndpoint).
-func (a *API) endpointFor(ctx context.Context, q events.Querier, t tenancy.Tenant, rc reach, id string, forUpdate bool) (*endpointView, error) {
+func (a *API) endpointFor(ctx context.Context, q eventstore.Querier, t tenancy.Tenant, rc reach, id string, forUpdate bool) (*endpointView, error) {
 	ep, err := a.findEndpoint(ctx, q, t.OrganizationID, id, forUpdate)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
 )
@@ -97,7 +97,7 @@ type deliveryFilter struct {
 
 // readDeliveries returns the deliveries f selects, newest first, with
 // their attempts.
-func (a *API) readDeliveries(ctx context.Context, q events.Querier, f deliveryFilter) ([]*deliveryView, error) {
+func (a *API) readDeliveries(ctx context.Context, q eventstore.Querier, f deliveryFilter) ([]*deliveryView, error) {
 	d := a.Registry.Dialect
 	b := sq.Select("d.id", "d.event_id", "e.type", "d.status", "d.next_attempt_at", "d.created_at").
 		From(deliveriesTable + " d").

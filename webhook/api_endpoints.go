@@ -13,6 +13,7 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/conditional"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook/signature"
@@ -26,7 +27,7 @@ const (
 	endpointsTable  = "waybill_webhook_endpoints"
 	deliveriesTable = "waybill_webhook_deliveries"
 	attemptsTable   = "waybill_webhook_attempts"
-	eventsTable     = "waybill_events"
+	eventsTable     = eventstore.Table
 )
 
 // The statuses of an endpoint.
@@ -264,7 +265,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	grantResources, grantBranches := a.grant(t)
 	// Number the events committed so far, so that the head read below
 	// counts them: the endpoint gets only what comes after it.
-	if _, err := events.Sequence(ctx, a.Registry.DB, a.Registry.Dialect); err != nil {
+	if _, err := eventstore.Sequence(ctx, a.Registry.DB, a.Registry.Dialect); err != nil {
 		a.errors().Write(w, r, apierrors.Internal(err))
 		return
 	}
@@ -290,7 +291,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		if n >= a.maxEndpoints() {
 			return apierrors.Conflict("the organization has %d webhook endpoints, the most it may have; delete one first", n)
 		}
-		head, _, err := events.Head(ctx, tx, d, t.OrganizationID)
+		head, _, err := eventstore.Head(ctx, tx, d, t.OrganizationID)
 		if err != nil {
 			return dbError("event head", err)
 		}
@@ -336,7 +337,7 @@ func errNoEndpoint() error { return apierrors.NotFound("no webhook endpoint with
 
 // findEndpoint reads the endpoint id of org, locked for update on
 // PostgreSQL when forUpdate.
-func (a *API) findEndpoint(ctx context.Context, q events.Querier, org, id string, forUpdate bool) (*endpointView, error) {
+func (a *API) findEndpoint(ctx context.Context, q eventstore.Querier, org, id string, forUpdate bool) (*endpointView, error) {
 	b := sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": org, "id": id})
 	if forUpdate && a.Registry.Dialect == query.Postgres {
 		b = b.Suffix("FOR UPDATE")

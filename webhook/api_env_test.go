@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/apitest"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth/bearer"
@@ -97,14 +96,13 @@ func newEnv(t testing.TB, b backend, configure func(*webhook.API)) *env {
 		_, err := db.Exec("INSERT INTO test_branches (id, organization_id) VALUES ($1, $2)", br[0], br[1])
 		require.NoError(t, err)
 	}
-	require.NoError(t, events.Migrate(ctx, db, b.dialect))
-	require.NoError(t, webhook.Migrate(ctx, db, b.dialect))
 	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	require.NoError(t, err)
 	reg := &resource.Registry{DB: db, Dialect: b.dialect, Verifier: &bearer.Verifier{Keys: keys, Issuer: issuer},
 		Branches: apitest.Branches{DB: db, Table: "test_branches"}}
 	require.NoError(t, reg.Register(testResources()...))
 	api := &webhook.API{Registry: reg}
+	require.NoError(t, api.Migrate(ctx))
 	if configure != nil {
 		configure(api)
 	}

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"context"
 	"log"
 	"net/http"
 
@@ -15,7 +16,7 @@ import (
 // document.
 func ExampleAPI() {
 	var (
-		registry  *resource.Registry // the resources whose events endpoints get, with their database (events.Migrate and webhook.Migrate applied), Verifier and Branches
+		registry  *resource.Registry // the resources whose events endpoints get, with their database, Verifier and Branches
 		secretKey = "..."            // 32 random bytes in base64: openssl rand -base64 32
 		tokens    *oauth.Server      // the token service, whose ScopesSupported lists webhook.ScopeRead and webhook.ScopeWrite
 	)
@@ -30,6 +31,9 @@ func ExampleAPI() {
 	api := &webhook.API{
 		Registry: registry, // its database, tokens, branches, resources and middleware
 		Sealer:   sealer,   // the signing secrets are encrypted at rest
+	}
+	if err := api.Migrate(context.Background()); err != nil { // endpoints, deliveries, events
+		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	registry.Mount(mux)

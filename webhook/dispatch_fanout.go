@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -31,11 +32,11 @@ func (d *Dispatcher) fanOut(ctx context.Context) error {
 	// Number every event that waits: the dispatcher runs in the
 	// background, so it takes the whole backlog that requests leave.
 	for {
-		n, err := events.Sequence(ctx, d.DB, d.Dialect)
+		n, err := eventstore.Sequence(ctx, d.DB, d.Dialect)
 		if err != nil {
 			return fmt.Errorf("webhook: fan-out: %w", err)
 		}
-		if n < events.SequenceBatch {
+		if n < eventstore.SequenceBatch {
 			break
 		}
 	}
@@ -87,7 +88,7 @@ type subscription struct {
 }
 
 // wants reports whether the endpoint gets a delivery of e.
-func (ep *subscription) wants(e *events.Stored) bool {
+func (ep *subscription) wants(e *eventstore.Stored) bool {
 	if e.Seq <= ep.afterSeq || !slices.Contains(ep.grantResources, e.Resource) {
 		return false
 	}
@@ -130,7 +131,7 @@ ON CONFLICT (organization_id) DO NOTHING`), org); err != nil {
 	} else if err != nil {
 		return false, err
 	}
-	head, _, err := events.Head(ctx, tx, d.Dialect, org)
+	head, _, err := eventstore.Head(ctx, tx, d.Dialect, org)
 	if err != nil {
 		return false, err
 	}
@@ -143,7 +144,7 @@ ON CONFLICT (organization_id) DO NOTHING`), org); err != nil {
 		return false, err
 	}
 	if len(eps) > 0 {
-		evs, err := events.Read(ctx, tx, d.Dialect, org, seq, through, fanOutBatch)
+		evs, err := eventstore.Read(ctx, tx, d.Dialect, org, seq, through, fanOutBatch)
 		if err != nil {
 			return false, err
 		}
@@ -231,7 +232,7 @@ func parseList(s string) ([]string, error) {
 
 // insertDeliveries adds a pending delivery of each event to each endpoint
 // that wants it, unless it exists.
-func (d *Dispatcher) insertDeliveries(ctx context.Context, tx *sql.Tx, org string, eps []subscription, evs []events.Stored) error {
+func (d *Dispatcher) insertDeliveries(ctx context.Context, tx *sql.Tx, org string, eps []subscription, evs []eventstore.Stored) error {
 	now := d.Dialect.Timestamp(d.now())
 	var b sq.InsertBuilder
 	n := 0

@@ -24,9 +24,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/webhook"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
@@ -58,8 +58,7 @@ func newDispatchEnv(t testing.TB, d query.Dialect) *dispatchEnv {
 	} else {
 		db = testdb.SQLite(t)
 	}
-	require.NoError(t, events.Migrate(t.Context(), db, d))
-	require.NoError(t, webhook.Migrate(t.Context(), db, d))
+	require.NoError(t, (&webhook.API{Registry: &resource.Registry{DB: db, Dialect: d}}).Migrate(t.Context()))
 	return &dispatchEnv{t: t, db: db, d: d, org: uuid.NewString()}
 }
 

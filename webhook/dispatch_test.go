@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/webhook"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
@@ -647,10 +648,11 @@ func TestPurgeDeliveries(t *testing.T) {
 		require.Equal(t, "delivered", e.deliveryOf(ep, pending.ID).Status)
 		e.exec("UPDATE waybill_webhook_deliveries SET status = 'pending', attempts = 1 WHERE event_id = ?", pending.ID)
 
-		n, err := webhook.PurgeDeliveries(t.Context(), e.db, e.d, time.Now().Add(-time.Hour))
+		api := &webhook.API{Registry: &resource.Registry{DB: e.db, Dialect: e.d}}
+		n, err := api.Purge(t.Context(), time.Now().Add(-time.Hour))
 		require.NoError(t, err)
 		assert.Zero(t, n, "nothing ended before the cutoff")
-		n, err = webhook.PurgeDeliveries(t.Context(), e.db, e.d, time.Now().Add(time.Hour))
+		n, err = api.Purge(t.Context(), time.Now().Add(time.Hour))
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), n)
 		left := e.deliveries(ep)

@@ -46,5 +46,6 @@
 // (a retry after a timeout, a replica that died after sending) is
 // acknowledged without being handled twice.
 //
-// Migrate creates the tables, beside those of events.Migrate.
+// API.Migrate creates the tables (the events' too), API.Purge removes the
+// deliveries that ended before a time.
 package webhook

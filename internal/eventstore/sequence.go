@@ -1,4 +1,4 @@
-package events
+package eventstore
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func Sequence(ctx context.Context, db *sql.DB, d query.Dialect) (int64, error) {
 func sequenceOnce(ctx context.Context, db *sql.DB) (int64, error) {
 	// Most calls find nothing to number: they look without the lock.
 	var pending bool
-	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+eventsTable+` WHERE seq IS NULL)`).Scan(&pending); err != nil || !pending {
+	if err := db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM `+Table+` WHERE seq IS NULL)`).Scan(&pending); err != nil || !pending {
 		return 0, err
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -64,15 +64,15 @@ func sequenceOnce(ctx context.Context, db *sql.DB) (int64, error) {
 	// count, which its head rises by.
 	res, err := tx.ExecContext(ctx, `WITH pending AS (
 	SELECT pos, organization_id, row_number() OVER (PARTITION BY organization_id ORDER BY pos) AS n
-	FROM `+eventsTable+` WHERE seq IS NULL ORDER BY pos LIMIT $1
+	FROM `+Table+` WHERE seq IS NULL ORDER BY pos LIMIT $1
 ), counts AS (
 	SELECT organization_id, max(n) AS n FROM pending GROUP BY organization_id
 ), heads AS (
-	INSERT INTO `+headsTable+` AS h (organization_id, seq) SELECT organization_id, n FROM counts
+	INSERT INTO `+HeadsTable+` AS h (organization_id, seq) SELECT organization_id, n FROM counts
 	ON CONFLICT (organization_id) DO UPDATE SET seq = h.seq + EXCLUDED.seq
 	RETURNING organization_id, seq
 )
-UPDATE `+eventsTable+` e SET seq = heads.seq - counts.n + pending.n
+UPDATE `+Table+` e SET seq = heads.seq - counts.n + pending.n
 FROM pending JOIN counts USING (organization_id) JOIN heads USING (organization_id)
 WHERE e.pos = pending.pos`, SequenceBatch)
 	if err != nil {

@@ -1,4 +1,9 @@
-package events
+// Package eventstore keeps the events of the transactional outbox: their
+// tables and migrations, the numbering of committed events without holes
+// (Sequence), and the reads of an organization's events by number (Head,
+// Read) that the change feed (package events) and the webhook dispatcher
+// share, and the purge of old events.
+package eventstore
 
 import (
 	"context"
@@ -19,8 +24,10 @@ var migrations embed.FS
 
 // The tables of the outbox.
 const (
-	eventsTable = "waybill_events"
-	headsTable  = "waybill_event_heads"
+	// Table keeps the events.
+	Table = "waybill_events"
+	// HeadsTable keeps each organization's last number.
+	HeadsTable = "waybill_event_heads"
 )
 
 // Migrate creates the tables of the events in db (it records its versions
@@ -66,7 +73,7 @@ type Stored struct {
 // Head's statement sees it), and those up to purgedThrough are gone. An
 // organization without events has 0, 0.
 func Head(ctx context.Context, q Querier, d query.Dialect, org string) (seq, purgedThrough int64, err error) {
-	text, args, err := d.SQL(sq.Select("seq", "purged_through").From(headsTable).Where("organization_id = ?", org))
+	text, args, err := d.SQL(sq.Select("seq", "purged_through").From(HeadsTable).Where("organization_id = ?", org))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -84,7 +91,7 @@ func Head(ctx context.Context, q Querier, d query.Dialect, org string) (seq, pur
 // through, in seq order. Read after Head with through at most the head, it
 // sees every such event (see Head).
 func Read(ctx context.Context, q Querier, d query.Dialect, org string, after, through int64, limit int) ([]Stored, error) {
-	b := sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(eventsTable).
+	b := sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(Table).
 		Where("organization_id = ? AND seq > ? AND seq <= ?", org, after, through).OrderBy("seq").Limit(uint64(limit))
 	text, args, err := d.SQL(b)
 	if err != nil {
@@ -140,21 +147,21 @@ func Purge(ctx context.Context, db *sql.DB, d query.Dialect, before time.Time) (
 	defer func() { _ = tx.Rollback() }()
 	cutoff := d.Timestamp(before)
 	// Record what goes before it goes: a head's purged_through only grows.
-	last := sq.Select("max(seq)").From(eventsTable + " e").Where("e.organization_id = " + headsTable + ".organization_id AND e.time < ?")
+	last := sq.Select("max(seq)").From(Table + " e").Where("e.organization_id = " + HeadsTable + ".organization_id AND e.time < ?")
 	lastSQL, _, err := last.ToSql()
 	if err != nil {
 		return 0, err
 	}
-	text, args, err := d.SQL(sq.Update(headsTable).
+	text, args, err := d.SQL(sq.Update(HeadsTable).
 		Set("purged_through", sq.Expr("coalesce(("+lastSQL+"), purged_through)", cutoff)).
-		Where(sq.Expr("EXISTS (SELECT 1 FROM "+eventsTable+" e WHERE e.organization_id = "+headsTable+".organization_id AND e.time < ?)", cutoff)))
+		Where(sq.Expr("EXISTS (SELECT 1 FROM "+Table+" e WHERE e.organization_id = "+HeadsTable+".organization_id AND e.time < ?)", cutoff)))
 	if err != nil {
 		return 0, err
 	}
 	if _, err := tx.ExecContext(ctx, text, args...); err != nil {
 		return 0, fmt.Errorf("events: purge: %w", err)
 	}
-	text, args, err = d.SQL(sq.Delete(eventsTable).Where("seq <= (SELECT purged_through FROM " + headsTable + " h WHERE h.organization_id = " + eventsTable + ".organization_id)"))
+	text, args, err = d.SQL(sq.Delete(Table).Where("seq <= (SELECT purged_through FROM " + HeadsTable + " h WHERE h.organization_id = " + Table + ".organization_id)"))
 	if err != nil {
 		return 0, err
 	}
