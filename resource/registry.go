@@ -53,6 +53,10 @@ type Registry struct {
 	// metadata (RFC 9728), given in the resource_metadata parameter of
 	// the Bearer challenges; "" means none.
 	ResourceMetadata string
+	// ScopeNames names the read and write scopes of each resource; nil
+	// means DefaultScopeNames (svc:<resource>:read and :write). Set it
+	// before Register.
+	ScopeNames ScopeNames
 	// CursorKey authenticates the cursors of cursor pages (after=, see
 	// Registry.Mount): at least query.MinCursorKeyLength secret random
 	// bytes, the same on every replica, set before Register. Nil means a
@@ -115,6 +119,13 @@ func (g *Registry) Register(rs ...*Resource) error {
 		}
 		if err := r.compile(key); err != nil {
 			return err
+		}
+		names := g.ScopeNames
+		if names == nil {
+			names = DefaultScopeNames
+		}
+		if r.readScope, r.writeScope = names(r.Name); r.readScope == "" || r.writeScope == "" {
+			return fmt.Errorf("resource %s: ScopeNames gives it no read or no write scope", r.Name)
 		}
 		if key == nil {
 			g.noCursors = append(g.noCursors, r.Name)

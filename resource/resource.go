@@ -10,7 +10,10 @@
 // bounds — whether it is read-only, and hooks for the rules of its domain
 // (a status flow, a generated number). A Registry holds the resources and
 // mounts every route under /v1 and /api/v1 on a plain http.ServeMux, and
-// describes them all in an OpenAPI 3.1 document.
+// describes them all in an OpenAPI 3.1 document. A token reads a resource
+// with its read scope and writes it with its write scope, named by the
+// registry's ScopeNames policy (DefaultScopeNames: svc:<resource>:read and
+// svc:<resource>:write); write does not imply read.
 //
 // The tenant columns (organization_id, and branch_id for branch-scoped
 // resources) are set by the server and appear in the WHERE clause of every
@@ -161,7 +164,8 @@ func (w *Write) Value(field string) any {
 // Resource declares one resource.
 type Resource struct {
 	// Name is the path segment and the scope name: "quotations" is served
-	// at /v1/{scopeId}/quotations with svc:quotations:read and :write.
+	// at /v1/{scopeId}/quotations with the scopes the registry's
+	// ScopeNames gives it (by default svc:quotations:read and :write).
 	Name string
 	// Table is the SQL table or view ("" means Name).
 	Table string
@@ -190,11 +194,41 @@ type Resource struct {
 
 	fields []Field // the declared fields and the common ones
 	schema *query.Schema
+	// readScope and writeScope are the scopes Register gave the resource
+	// ("" before: DefaultScopeNames).
+	readScope, writeScope string
 }
 
-// ReadScope and WriteScope are the scopes of the resource.
-func (r *Resource) ReadScope() string  { return "svc:" + r.Name + ":read" }
-func (r *Resource) WriteScope() string { return "svc:" + r.Name + ":write" }
+// ScopeNames names the scopes of a resource: the one a token needs to read
+// it (GET) and the one it needs to write it (POST, PATCH, DELETE). Write
+// does not imply read.
+type ScopeNames func(resource string) (read, write string)
+
+// DefaultScopeNames is the ScopeNames of a Registry that sets none:
+// svc:<resource>:read and svc:<resource>:write.
+func DefaultScopeNames(resource string) (read, write string) {
+	return "svc:" + resource + ":read", "svc:" + resource + ":write"
+}
+
+// ReadScope is the scope a token needs to read the resource: as its
+// registry's ScopeNames names it.
+func (r *Resource) ReadScope() string {
+	if r.readScope == "" {
+		read, _ := DefaultScopeNames(r.Name)
+		return read
+	}
+	return r.readScope
+}
+
+// WriteScope is the scope a token needs to write the resource, like
+// ReadScope.
+func (r *Resource) WriteScope() string {
+	if r.writeScope == "" {
+		_, write := DefaultScopeNames(r.Name)
+		return write
+	}
+	return r.writeScope
+}
 
 // AllFields returns every field of a compiled resource: id, the declared
 // fields, created_at and updated_at.

@@ -66,3 +66,32 @@ func TestCursorKeyFromTheVerifier(t *testing.T) {
 		"set Registry.CursorKey (at least 32 secret random bytes, the same on every replica) before Register, "+
 		"or give a *bearer.Verifier with Keys to derive it from", func() { reg.Mount(http.NewServeMux()) })
 }
+
+// TestScopeNames: a registry names its resources' scopes with its
+// ScopeNames policy; tokens need those names, and the OpenAPI document
+// shows them.
+func TestScopeNames(t *testing.T) {
+	custom := func(name string) (read, write string) { return name + ".read", name + ".write" }
+	e := newEnvWith(t, backends[1], func(reg *resource.Registry, _ []*resource.Resource) { reg.ScopeNames = custom })
+	accounts := e.registry.Resource("accounts")
+	assert.Equal(t, "accounts.read", accounts.ReadScope())
+	assert.Equal(t, "accounts.write", accounts.WriteScope())
+
+	path := "/v1/" + a1 + "/accounts"
+	r := e.do(t, http.MethodGet, path, e.codeToken(t, orgA, "accounts.read"), "")
+	assert.Equal(t, http.StatusOK, r.status, r.raw)
+	r = e.do(t, http.MethodGet, path, e.codeToken(t, orgA, "svc:accounts:read"), "")
+	assert.Equal(t, http.StatusForbidden, r.status, "the default name is not this registry's: %s", r.raw)
+	r = e.do(t, http.MethodPost, path, e.codeToken(t, orgA, "accounts.read"), `{"company_name":"Firm","account_type":"customer"}`)
+	assert.Equal(t, http.StatusForbidden, r.status, "write does not follow from read: %s", r.raw)
+	r = e.do(t, http.MethodPost, path, e.codeToken(t, orgA, "accounts.write"), `{"company_name":"Firm","account_type":"customer"}`)
+	assert.Equal(t, http.StatusCreated, r.status, r.raw)
+
+	doc, err := e.registry.OpenAPI(resource.OpenAPIInfo{})
+	require.NoError(t, err)
+	assert.Contains(t, string(doc), `"accounts.read"`)
+	assert.NotContains(t, string(doc), `svc:accounts:read`)
+
+	bad := &resource.Registry{ScopeNames: func(string) (string, string) { return "", "" }}
+	assert.ErrorContains(t, bad.Register(testResources()...), "no read or no write scope")
+}
