@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/waybillhq/waybill/internal/sqlerr"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -217,7 +218,7 @@ func (r *runner) inPostgresTx(ctx context.Context, db *sql.DB, f func(tx *sql.Tx
 // applySQLite applies migrations on SQLite over one dedicated connection,
 // each in a transaction started with BEGIN IMMEDIATE.
 func (r *runner) applySQLite(ctx context.Context, db *sql.DB, migrations []migration) ([]int, error) {
-	conn, err := db.Conn(ctx)
+	conn, err := connectSQLite(ctx, db)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: connect: %w", err)
 	}
@@ -250,6 +251,32 @@ func (r *runner) applySQLite(ctx context.Context, db *sql.DB, migrations []migra
 		}
 	}
 	return done, nil
+}
+
+// connectBusyWait bounds how long connectSQLite tries again while the
+// database is busy.
+const connectBusyWait = 10 * time.Second
+
+// connectSQLite returns a dedicated connection of db. A new connection runs
+// the DSN's pragmas, and switching a new database file to WAL takes no busy
+// handler: processes that start on one new file at once meet SQLITE_BUSY
+// there, however long their busy_timeout. It tries again, a little later
+// each time, for at most connectBusyWait.
+func connectSQLite(ctx context.Context, db *sql.DB) (*sql.Conn, error) {
+	deadline := time.Now().Add(connectBusyWait)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		conn, err := db.Conn(ctx)
+		if err == nil || !sqlerr.Busy(err) || time.Now().Add(wait).After(deadline) {
+			return conn, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // inSQLiteTx runs f between BEGIN IMMEDIATE and COMMIT on conn, and rolls

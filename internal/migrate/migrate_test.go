@@ -310,3 +310,36 @@ func TestApplyRejects(t *testing.T) {
 // TestMain runs the tests with testdb.Main, which says how many skipped for want of
 // PostgreSQL or Redis.
 func TestMain(m *testing.M) { testdb.Main(m) }
+
+// TestApplyOnANewSQLiteFileAtOnce: processes that start at once on one new
+// SQLite file all migrate it. Their first connections switch the file to
+// WAL, a step SQLite takes without a busy handler, so some meet
+// SQLITE_BUSY when they connect; Apply waits and connects again.
+func TestApplyOnANewSQLiteFileAtOnce(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{"m/0001_init.sql": file("CREATE TABLE a (id integer)")}
+	for round := range 10 {
+		path := testdb.SQLitePath(t)
+		var dbs []*sql.DB
+		for range 6 {
+			db, err := sql.Open("sqlite", path+sqlitePragmas) // no connection yet
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = db.Close() })
+			dbs = append(dbs, db)
+		}
+		errs := make([]error, len(dbs))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, db := range dbs {
+			wg.Go(func() {
+				<-start
+				_, errs[i] = migrate.Apply(t.Context(), db, query.SQLite, fsys, "m", "schema_migrations")
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			require.NoError(t, err, "round %d, process %d", round, i)
+		}
+	}
+}

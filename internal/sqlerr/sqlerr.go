@@ -42,6 +42,19 @@ const (
 	sqliteConstraintUnique     = 2067
 )
 
+// sqliteBusy is SQLite's SQLITE_BUSY: another connection holds a lock.
+const sqliteBusy = 5
+
+// Busy reports whether err is SQLite's SQLITE_BUSY (or one of its extended
+// codes): another connection held a lock the statement needed for longer
+// than the connection's busy timeout, or a step that takes no busy handler,
+// such as switching a new database file to WAL, met another connection
+// doing the same.
+func Busy(err error) bool {
+	var lite interface{ Code() int }
+	return errors.As(err, &lite) && lite.Code()&0xff == sqliteBusy
+}
+
 // KindOf returns the kind of constraint err reports the violation of (or
 // Data for a value its column cannot hold), or None.
 func KindOf(err error) Kind {
