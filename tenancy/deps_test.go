@@ -1,32 +1,19 @@
 package tenancy_test
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/internal/depstest"
 )
 
 // The middleware links in what checking a token needs (oauth/bearer), not
 // the token service: not package oauth, nor the templates of its login and
 // consent pages.
 func TestDependencies(t *testing.T) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the go command is needed to list the dependencies of tenancy: %v", err)
-		}
-		t.Skipf("skipped: the go command is not on PATH (%v)", err)
-	}
-	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
-	require.NoError(t, err, "go list -deps")
-	deps := map[string]bool{}
-	for _, p := range strings.Fields(string(out)) {
-		deps[p] = true
-	}
+	deps := depstest.Deps(t)
 
 	cases := []struct {
 		pkg  string
