@@ -2,6 +2,7 @@ package errors
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"io"
@@ -76,11 +77,22 @@ func From(err error) *Error {
 // client went away (r's context was cancelled), a failure that From judges
 // a 5xx is ClientClosed instead, whatever the failure says. A database
 // statement cancelled for a client that left fails with the database's own
-// error, not with the context's.
+// error, not with the context's. When r's deadline passed, a transaction or
+// connection that database/sql closed because of it (sql.ErrTxDone,
+// sql.ErrConnDone) is overload, as the deadline itself would be: 503 with
+// Retry-After: 1.
 func FromRequest(r *http.Request, err error) *Error {
 	e := From(err)
-	if e.Status >= http.StatusInternalServerError && errors.Is(r.Context().Err(), context.Canceled) {
+	if e.Status < http.StatusInternalServerError {
+		return e
+	}
+	switch ctxErr := r.Context().Err(); {
+	case errors.Is(ctxErr, context.Canceled):
 		return ClientClosed(err)
+	case errors.Is(ctxErr, context.DeadlineExceeded) && e.Code == CodeServerError &&
+		(errors.Is(err, sql.ErrTxDone) || errors.Is(err, sql.ErrConnDone)):
+		return Unavailable("the server could not answer in time; retry later").
+			WithHeader("Retry-After", retryOverload).Wrap(err)
 	}
 	return e
 }

@@ -2,6 +2,7 @@ package errors_test
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
 	"errors"
@@ -119,6 +120,9 @@ func TestFromRequest(t *testing.T) {
 		{"client left: a client error stays", gone, apierrors.NotFound("no order"), 404},
 		{"deadline passed: a cancelled statement is overload", late, &pgError{"57014"}, 503},
 		{"deadline passed: a server error stays", late, errors.New("boom"), 500},
+		{"deadline passed: a transaction it ended is overload", late, fmt.Errorf("insert: %w", sql.ErrTxDone), 503},
+		{"deadline passed: a connection it ended is overload", late, sql.ErrConnDone, 503},
+		{"live request: a transaction done is a server error", context.Background(), sql.ErrTxDone, 500},
 		{"live request", context.Background(), &pgError{"57014"}, 503},
 	}
 	for _, tt := range tests {
