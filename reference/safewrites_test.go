@@ -18,8 +18,9 @@ type swAnswer struct {
 	body   string
 }
 
-// swDo sends a request to the API with token, a JSON body when not empty,
-// and the headers given.
+// swDo sends a request to the API with token (no Authorization when
+// empty), a JSON body when not empty, and the headers given, which may
+// replace the Content-Type.
 func swDo(t *testing.T, method, url, token, body string, header map[string]string) swAnswer {
 	t.Helper()
 	var rd io.Reader
@@ -28,7 +29,9 @@ func swDo(t *testing.T, method, url, token, body string, header map[string]strin
 	}
 	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
