@@ -3,11 +3,11 @@ package query_test
 import (
 	"maps"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
-	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/query"
 )
@@ -92,21 +92,38 @@ func floor() (string, []any, string, []any, error) {
 // squirrel's And adds.
 func TestBenchmarkFloorIsTheSameSQL(t *testing.T) {
 	s := benchSchema()
-	require.NoError(t, s.Validate())
+	if err := s.Validate(); err != nil {
+		t.Fatalf("Validate() = %v, want nil", err)
+	}
 	page, pageArgs, count, countArgs, err := parseCompile(s)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("parseCompile: %v", err)
+	}
 	fpage, fpageArgs, fcount, fcountArgs, err := floor()
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("floor: %v", err)
+	}
 	const where = "branch_id = $1 AND status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!'"
-	require.Contains(t, page, where)
-	require.Contains(t, count, where)
-	require.Contains(t, fpage, "branch_id = $1 AND (status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!')")
-	require.Equal(t, fpageArgs, pageArgs)
-	require.Equal(t, fcountArgs, countArgs)
-	require.Contains(t, page, "ORDER BY quotation_date DESC, id DESC LIMIT $5 OFFSET $6")
-	require.Contains(t, fpage, "ORDER BY quotation_date DESC, id DESC LIMIT $5 OFFSET $6")
-	require.Equal(t, "SELECT COUNT(*) FROM quotations WHERE "+where, count)
-	require.Equal(t, "SELECT COUNT(*) FROM quotations WHERE branch_id = $1 AND (status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!')", fcount)
+	contains := []struct{ name, text, want string }{
+		{"page", page, where},
+		{"count", count, where},
+		{"floor page", fpage, "branch_id = $1 AND (status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!')"},
+		{"page", page, "ORDER BY quotation_date DESC, id DESC LIMIT $5 OFFSET $6"},
+		{"floor page", fpage, "ORDER BY quotation_date DESC, id DESC LIMIT $5 OFFSET $6"},
+	}
+	for _, c := range contains {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("%s SQL =\n%s\nwant it to contain\n%s", c.name, c.text, c.want)
+		}
+	}
+	checkEqual(t, "page args", pageArgs, fpageArgs)
+	checkEqual(t, "count args", countArgs, fcountArgs)
+	if want := "SELECT COUNT(*) FROM quotations WHERE " + where; count != want {
+		t.Errorf("count SQL =\n%s\nwant\n%s", count, want)
+	}
+	if want := "SELECT COUNT(*) FROM quotations WHERE branch_id = $1 AND (status = $2 AND valid_until >= $3 AND quotation_number ILIKE $4 ESCAPE '!')"; fcount != want {
+		t.Errorf("floor count SQL =\n%s\nwant\n%s", fcount, want)
+	}
 }
 
 func BenchmarkParseCompile(b *testing.B) {
@@ -147,9 +164,13 @@ func BenchmarkParse(b *testing.B) {
 func benchCursorValues(tb testing.TB, s *query.Schema) url.Values {
 	tb.Helper()
 	q, err := s.Parse(benchValues)
-	require.NoError(tb, err)
+	if err != nil {
+		tb.Fatalf("Parse(%v) = %v", benchValues, err)
+	}
 	c, err := q.NextCursor([]any{time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), "0a1b2c3d-0000-4000-8000-000000001234"})
-	require.NoError(tb, err)
+	if err != nil {
+		tb.Fatalf("NextCursor: %v", err)
+	}
 	v := maps.Clone(benchValues)
 	delete(v, "offset")
 	v.Set("after", c)
@@ -164,9 +185,13 @@ func TestBenchmarkCursorSQL(t *testing.T) {
 	v := benchCursorValues(t, s)
 	t.Logf("cursor: %s (%d bytes)", v.Get("after"), len(v.Get("after")))
 	page, args, _, _, err := parseCompileValues(s, v)
-	require.NoError(t, err)
-	require.Contains(t, page, "quotation_number ILIKE $4 ESCAPE '!' AND (quotation_date, id) < ($5, $6) ORDER BY quotation_date DESC, id DESC LIMIT $7")
-	require.Equal(t, []any{benchBranch, "draft", "2026-01-01", "%Q-2026%", "2026-03-01", "0a1b2c3d-0000-4000-8000-000000001234", 50}, args)
+	if err != nil {
+		t.Fatalf("parseCompileValues: %v", err)
+	}
+	if want := "quotation_number ILIKE $4 ESCAPE '!' AND (quotation_date, id) < ($5, $6) ORDER BY quotation_date DESC, id DESC LIMIT $7"; !strings.Contains(page, want) {
+		t.Errorf("page SQL =\n%s\nwant it to contain\n%s", page, want)
+	}
+	checkEqual(t, "page args", args, []any{benchBranch, "draft", "2026-01-01", "%Q-2026%", "2026-03-01", "0a1b2c3d-0000-4000-8000-000000001234", 50})
 }
 
 // BenchmarkParseCompileCursor is BenchmarkParseCompile with after=<cursor>
@@ -187,7 +212,9 @@ func BenchmarkParseCompileCursor(b *testing.B) {
 func BenchmarkNextCursor(b *testing.B) {
 	s := benchSchema()
 	q, err := s.Parse(benchValues)
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatal(err)
+	}
 	last := []any{time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), "0a1b2c3d-0000-4000-8000-000000001234"}
 	b.ReportAllocs()
 	for b.Loop() {

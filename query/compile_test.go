@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -30,13 +27,19 @@ func TestScanTimestamp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := query.ScanTimestamp(tc.in)
 			if tc.err {
-				require.Error(t, err)
+				if err == nil {
+					t.Errorf("ScanTimestamp(%#v) = %v, nil; want an error", tc.in, got)
+				}
 				return
 			}
-			require.NoError(t, err)
-			assert.True(t, got.Equal(tc.want), "%v", got)
-			if !got.IsZero() {
-				assert.Equal(t, time.UTC, got.Location())
+			if err != nil {
+				t.Fatalf("ScanTimestamp(%#v) = %v, want no error", tc.in, err)
+			}
+			if !got.Equal(tc.want) {
+				t.Errorf("ScanTimestamp(%#v) = %v, want %v", tc.in, got, tc.want)
+			}
+			if !got.IsZero() && got.Location() != time.UTC {
+				t.Errorf("ScanTimestamp(%#v) is in %v, want UTC", tc.in, got.Location())
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"math"
 	"net/url"
 	"strings"
@@ -9,10 +10,6 @@ import (
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -36,21 +33,12 @@ func cursorSchema() *query.Schema {
 // sort keys hold last.
 func cursorFor(t *testing.T, s *query.Schema, raw string, last ...any) string {
 	t.Helper()
-	q, err := s.ParseQuery(raw)
-	require.NoError(t, err)
+	q := mustParse(t, s, raw)
 	c, err := q.NextCursor(last)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("NextCursor(%#v) after %q = %v, want no error", last, raw, err)
+	}
 	return c
-}
-
-func requireInvalid(t *testing.T, err error, want string) {
-	t.Helper()
-	require.Error(t, err)
-	e, ok := apierrors.As(err)
-	require.True(t, ok, "want an *apierrors.Error, got %T", err)
-	assert.Equal(t, apierrors.CodeInvalidRequest, e.Code)
-	assert.Equal(t, 400, e.Status)
-	assert.Contains(t, e.Description, want)
 }
 
 const (
@@ -64,7 +52,9 @@ func TestCursorRefused(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
 	good := cursorFor(t, s, "filter=status:eq:draft&sort=created_at:asc", at, anID)
 	raw, err := base64.RawURLEncoding.DecodeString(good)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("a cursor is not base64url: %q: %v", good, err)
+	}
 	reencode := func(change func([]byte)) string {
 		b := append([]byte(nil), raw...)
 		change(b)
@@ -111,8 +101,10 @@ func TestCursorRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := tc.schema.ParseQuery(tc.query)
-			assert.Nil(t, q)
-			requireInvalid(t, err, tc.want)
+			if q != nil {
+				t.Errorf("ParseQuery(%q) = %+v with the error, want a nil query", tc.query, q)
+			}
+			checkInvalid(t, err, tc.want)
 		})
 	}
 
@@ -120,11 +112,13 @@ func TestCursorRefused(t *testing.T) {
 		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 		for i := range good {
 			j := strings.IndexByte(alphabet, good[i])
-			require.GreaterOrEqual(t, j, 0)
+			if j < 0 {
+				t.Fatalf("cursor %q holds %q at %d, not a base64url character", good, good[i], i)
+			}
 			for _, delta := range []int{1, 32} {
 				bad := good[:i] + string(alphabet[(j+delta)%64]) + good[i+1:]
 				_, err := s.ParseQuery("filter=status:eq:draft&sort=created_at:asc&after=" + bad)
-				requireInvalid(t, err, "start again without after")
+				checkInvalid(t, err, "start again without after")
 			}
 		}
 	})
@@ -134,14 +128,16 @@ func TestCursorRefused(t *testing.T) {
 			"filter=status:eq:draft&sort=created_at:asc&after=" + good,
 			"filter=status:eq:draft&sort=created_at:asc&limit=7&after=" + good, // the limit may change
 		} {
-			q, err := s.ParseQuery(raw)
-			require.NoError(t, err, raw)
-			assert.Equal(t, []any{at, anID}, q.After)
+			q := mustParse(t, s, raw)
+			checkEqual(t, fmt.Sprintf("ParseQuery(%q).After", raw), q.After, []any{at, anID})
 		}
 		two := cursorFor(t, s, "filter=status:eq:draft&filter=active:eq:true&sort=packages:desc", int64(3), anID)
-		q, err := s.ParseQuery("filter=active:eq:true&filter=status:eq:draft&sort=packages:desc&after=" + two)
-		require.NoError(t, err, "the order of the filters does not matter")
-		assert.Equal(t, []any{int64(3), anID}, q.After)
+		raw := "filter=active:eq:true&filter=status:eq:draft&sort=packages:desc&after=" + two
+		q, err := s.ParseQuery(raw)
+		if err != nil {
+			t.Fatalf("ParseQuery(%q) = %v, want no error: the order of the filters does not matter", raw, err)
+		}
+		checkEqual(t, "After", q.After, []any{int64(3), anID})
 	})
 }
 
@@ -164,7 +160,9 @@ func TestCursorRoundTrip(t *testing.T) {
 			{Name: "b", Type: query.Boolean, Sortable: true, Nullable: true},
 		},
 	}
-	require.NoError(t, s.Validate())
+	if err := s.Validate(); err != nil {
+		t.Fatalf("Validate() = %v, want nil", err)
+	}
 	paris := time.FixedZone("CET", 3600)
 	micro := time.Date(2026, 3, 29, 1, 59, 59, 999999000, time.UTC)
 	cases := []struct {
@@ -220,14 +218,22 @@ func TestCursorRoundTrip(t *testing.T) {
 		for _, dir := range []string{"asc", "desc"} {
 			raw := "sort=" + tc.field + ":" + dir
 			c := cursorFor(t, s, raw, tc.in, anID)
-			assert.LessOrEqual(t, len(c), 96, "%s: %s", tc.field, c)
+			if len(c) > 96 {
+				t.Errorf("%s %#v: cursor %q is %d bytes, want at most 96", raw, tc.in, c, len(c))
+			}
 			q, err := s.ParseQuery(raw + "&after=" + c)
-			require.NoError(t, err, "%s %v", tc.field, tc.in)
-			assert.Equal(t, []any{tc.want, anID}, q.After, "%s %#v", tc.field, tc.in)
+			if err != nil {
+				t.Fatalf("%s %#v: ParseQuery of its cursor = %v, want no error", raw, tc.in, err)
+			}
+			checkEqual(t, fmt.Sprintf("%s %#v: After", raw, tc.in), q.After, []any{tc.want, anID})
 
 			again, err := q.NextCursor(q.After)
-			require.NoError(t, err)
-			assert.Equal(t, c, again, "a decoded position encodes to the same cursor")
+			if err != nil {
+				t.Fatalf("%s %#v: NextCursor of the decoded position = %v", raw, tc.in, err)
+			}
+			if again != c {
+				t.Errorf("%s %#v: the decoded position encodes to %q, want the same cursor %q", raw, tc.in, again, c)
+			}
 		}
 	}
 
@@ -235,17 +241,15 @@ func TestCursorRoundTrip(t *testing.T) {
 		raw := "sort=e:desc,u,s:desc,i,n:desc,d,ts:desc,b"
 		last := []any{"draft", nil, "x", int64(-1), 2.5, nil, micro, false, anID}
 		c := cursorFor(t, s, raw, last...)
-		q, err := s.ParseQuery(raw + "&after=" + c)
-		require.NoError(t, err)
-		assert.Equal(t, last, q.After)
+		q := mustParse(t, s, raw+"&after="+c)
+		checkEqual(t, "After", q.After, last)
 		t.Logf("cursor of 9 keys: %d bytes", len(c))
 	})
 }
 
 func TestNextCursorErrors(t *testing.T) {
 	s := cursorSchema()
-	q, err := s.ParseQuery("sort=day:asc")
-	require.NoError(t, err)
+	q := mustParse(t, s, "sort=day:asc")
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name string
@@ -265,39 +269,43 @@ func TestNextCursorErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.q.NextCursor(tc.last)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.True(t, strings.HasPrefix(err.Error(), "query: "), err.Error())
+			checkErrorContains(t, err, tc.want)
+			if err != nil && !strings.HasPrefix(err.Error(), "query: ") {
+				t.Errorf("NextCursor(%#v) = %q, want the prefix \"query: \"", tc.last, err)
+			}
 		})
 	}
 
-	n, err := s.ParseQuery("sort=weight:asc")
-	require.NoError(t, err)
-	_, err = n.NextCursor([]any{math.NaN(), anID})
-	assert.ErrorContains(t, err, "NaN")
+	n := mustParse(t, s, "sort=weight:asc")
+	_, err := n.NextCursor([]any{math.NaN(), anID})
+	checkErrorContains(t, err, "NaN")
 	_, err = n.NextCursor([]any{"twelve", anID})
-	assert.ErrorContains(t, err, "a string is not a number")
+	checkErrorContains(t, err, "a string is not a number")
 
-	long, err := s.ParseQuery("sort=comment:asc")
-	require.NoError(t, err)
+	long := mustParse(t, s, "sort=comment:asc")
 	c, err := long.NextCursor([]any{strings.Repeat("x", 700), anID})
-	require.NoError(t, err, "700 bytes fit")
-	assert.LessOrEqual(t, len(c), query.MaxCursorLength)
+	if err != nil {
+		t.Errorf("NextCursor of a 700-byte comment = %v, want no error: 700 bytes fit", err)
+	}
+	if len(c) > query.MaxCursorLength {
+		t.Errorf("the cursor of a 700-byte comment is %d bytes, over MaxCursorLength %d", len(c), query.MaxCursorLength)
+	}
 	_, err = long.NextCursor([]any{strings.Repeat("x", 800), anID})
-	assert.ErrorContains(t, err, "over MaxCursorLength")
+	checkErrorContains(t, err, "over MaxCursorLength")
 
-	noKey, err := testSchema().ParseQuery("")
-	require.NoError(t, err)
+	noKey := mustParse(t, testSchema(), "")
 	_, err = noKey.NextCursor([]any{at, anID})
-	assert.ErrorContains(t, err, "no CursorKey")
+	checkErrorContains(t, err, "no CursorKey")
 }
 
 func TestCursorKeyValidated(t *testing.T) {
 	s := cursorSchema()
 	s.CursorKey = []byte("short")
-	assert.ErrorContains(t, s.Validate(), "the cursor key is 5 bytes; it needs at least 32")
+	checkErrorContains(t, s.Validate(), "the cursor key is 5 bytes; it needs at least 32")
 	s.CursorKey = []byte{}
-	assert.Error(t, s.Validate(), "an empty key is no key")
+	if err := s.Validate(); err == nil {
+		t.Errorf("Validate() with an empty CursorKey = nil, want an error: an empty key is no key")
+	}
 }
 
 func TestCursorCompile(t *testing.T) {
@@ -361,24 +369,34 @@ func TestCursorCompile(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cursorFor(t, s, tc.query, tc.last...)
-			q, err := s.ParseQuery(tc.query + "&after=" + c)
-			require.NoError(t, err)
+			q := mustParse(t, s, tc.query+"&after="+c)
 			text, args, err := tc.dialect.SQL(q.Page(tc.dialect, sq.Select("id").From("items").Where("org = ?", "o1")))
-			require.NoError(t, err)
-			assert.Equal(t, tc.page, text)
-			assert.Equal(t, tc.args, args)
-			assert.NotContains(t, text, "OFFSET")
+			if err != nil {
+				t.Fatalf("Page: SQL() = %v", err)
+			}
+			if text != tc.page {
+				t.Errorf("Page SQL =\n%s\nwant\n%s", text, tc.page)
+			}
+			checkEqual(t, "Page args", args, tc.args)
+			if strings.Contains(text, "OFFSET") {
+				t.Errorf("Page SQL with a cursor holds OFFSET: %s", text)
+			}
 
 			count, _, err := tc.dialect.SQL(q.Count(tc.dialect, sq.Select("COUNT(*)").From("items")))
-			require.NoError(t, err)
-			assert.NotContains(t, count, "id", "a cursor leaves the count alone")
+			if err != nil {
+				t.Fatalf("Count: SQL() = %v", err)
+			}
+			if strings.Contains(count, "id") {
+				t.Errorf("Count SQL = %s, want no condition on id: a cursor leaves the count alone", count)
+			}
 		})
 	}
 
-	q, err := s.ParseQuery("")
-	require.NoError(t, err)
-	assert.Nil(t, q.Keyset(query.Postgres), "no cursor, no condition")
+	q := mustParse(t, s, "")
+	if k := q.Keyset(query.Postgres); k != nil {
+		t.Errorf("Keyset() without a cursor = %#v, want nil: no cursor, no condition", k)
+	}
 	q.After = []any{at}
-	_, _, err = query.Postgres.SQL(q.Page(query.Postgres, sq.Select("id").From("items")))
-	assert.ErrorContains(t, err, "1 values for 2 sort keys")
+	_, _, err := query.Postgres.SQL(q.Page(query.Postgres, sq.Select("id").From("items")))
+	checkErrorContains(t, err, "1 values for 2 sort keys")
 }

@@ -1,37 +1,24 @@
 package query_test
 
 import (
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"log"
-	"net/http"
 	"net/http/httptest"
 
 	sq "github.com/Masterminds/squirrel"
-	_ "modernc.org/sqlite"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
 )
 
-// The parser alone, inside a plain net/http handler over database/sql: no
-// other part of Waybill is needed.
+// The parser alone, for a list endpoint: parse the request's query string
+// against the resource's schema, then add it to the SELECT the handler
+// starts, for PostgreSQL or SQLite; the handler runs the statement with
+// database/sql. No other part of Waybill is needed. Values never become SQL
+// text: they are bound arguments, and a like pattern is rewritten so that
+// only % is a wildcard. A refusal is an invalid_request, which errors.Write
+// answers with a 400.
 func Example() {
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1) // one connection: one in-memory database
-	if _, err := db.Exec(`CREATE TABLE accounts (id TEXT PRIMARY KEY, company_name TEXT, account_type TEXT);
-		INSERT INTO accounts VALUES
-			('00000000-0000-4000-8000-000000000001', 'Acme Freight', 'customer'),
-			('00000000-0000-4000-8000-000000000002', 'Bolt Haulage', 'carrier'),
-			('00000000-0000-4000-8000-000000000003', 'Acme_Logistics', 'carrier')`); err != nil {
-		log.Fatal(err)
-	}
-
 	accounts := &query.Schema{
 		Fields: []query.Field{
 			{Name: "id", Type: query.UUID, Filterable: true, Sortable: true},
@@ -44,51 +31,39 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	list := func(w http.ResponseWriter, r *http.Request) {
-		q, err := accounts.ParseQuery(r.URL.RawQuery)
+	for _, raw := range []string{
+		"filter=company_name:like:Acme%25",
+		"filter=account_type:in:carrier&filter=company_name:like:Acme_%25&sort=company_name:desc&limit=10", // _ is no wildcard
+	} {
+		q, err := accounts.ParseQuery(raw)
 		if err != nil {
-			apierrors.Write(w, r, err) // 400 invalid_request naming the field
-			return
+			log.Fatal(err)
 		}
-		text, args, err := query.SQLite.SQL(q.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
-		if err != nil {
-			apierrors.Write(w, r, err)
-			return
-		}
-		rows, err := db.QueryContext(r.Context(), text, args...)
-		if err != nil {
-			apierrors.Write(w, r, err)
-			return
-		}
-		defer rows.Close()
-		names := []string{}
-		for rows.Next() {
-			var id, name string
-			if err := rows.Scan(&id, &name); err != nil {
-				apierrors.Write(w, r, err)
-				return
+		for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
+			text, args, err := d.SQL(q.Page(d, sq.Select("id", "company_name").From("accounts")))
+			if err != nil {
+				log.Fatal(err)
 			}
-			names = append(names, name)
+			fmt.Println(d, text)
+			fmt.Println(d, args)
 		}
-		json.NewEncoder(w).Encode(map[string]any{"data": names})
 	}
 
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /accounts", list)
-	for _, target := range []string{
-		"/accounts?filter=company_name:like:Acme%25",
-		"/accounts?filter=account_type:in:carrier&sort=company_name:desc",
-		"/accounts?filter=company_name:like:Acme_%25", // _ is no wildcard
-		"/accounts?filter=account_type:eq:shipper",
-	} {
-		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
-		fmt.Print(rec.Code, " ", rec.Body.String())
+	req := httptest.NewRequest("GET", "/accounts?filter=account_type:eq:shipper", nil)
+	rec := httptest.NewRecorder()
+	if _, err := accounts.ParseQuery(req.URL.RawQuery); err != nil {
+		apierrors.Write(rec, req, err)
 	}
+	fmt.Print(rec.Code, " ", rec.Body.String())
 	// Output:
-	// 200 {"data":["Acme Freight","Acme_Logistics"]}
-	// 200 {"data":["Bolt Haulage","Acme_Logistics"]}
-	// 200 {"data":["Acme_Logistics"]}
+	// postgres SELECT id, company_name FROM accounts WHERE company_name LIKE $1 ESCAPE '!' ORDER BY company_name ASC, id ASC LIMIT $2 OFFSET $3
+	// postgres [Acme% 50 0]
+	// sqlite SELECT id, company_name FROM accounts WHERE company_name GLOB ? ORDER BY company_name ASC, id ASC LIMIT ? OFFSET ?
+	// sqlite [Acme* 50 0]
+	// postgres SELECT id, company_name FROM accounts WHERE account_type IN ($1) AND company_name LIKE $2 ESCAPE '!' ORDER BY company_name DESC, id DESC LIMIT $3 OFFSET $4
+	// postgres [carrier Acme!_% 10 0]
+	// sqlite SELECT id, company_name FROM accounts WHERE account_type IN (?) AND company_name GLOB ? ORDER BY company_name DESC, id DESC LIMIT ? OFFSET ?
+	// sqlite [carrier Acme_* 10 0]
 	// 400 {"error":"invalid_request","error_description":"filter on \"account_type\": \"shipper\" is not one of customer, carrier"}
 }
 
@@ -153,23 +128,10 @@ func ExampleSchema_Parse() {
 
 // A walk with cursors: the last row of each page makes the cursor of the
 // next, which the client sends back as after with the same filters and
-// sort. A cursor used with another sort is refused.
+// sort. The next page is the rows after that one in the list's order, a
+// condition on the sort keys in place of OFFSET. A cursor used with
+// another sort is refused.
 func ExampleQuery_NextCursor() {
-	db, err := sql.Open("sqlite", ":memory:")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE accounts (id TEXT PRIMARY KEY, company_name TEXT NOT NULL);
-		INSERT INTO accounts VALUES
-			('00000000-0000-4000-8000-000000000001', 'Acme Freight'),
-			('00000000-0000-4000-8000-000000000002', 'Bolt Haulage'),
-			('00000000-0000-4000-8000-000000000003', 'Acme_Logistics'),
-			('00000000-0000-4000-8000-000000000004', 'Cargo Co'),
-			('00000000-0000-4000-8000-000000000005', 'Delta Lines')`); err != nil {
-		log.Fatal(err)
-	}
 	accounts := &query.Schema{
 		Name: "accounts",
 		// In a server: 32 random bytes from its secrets, the same on every
@@ -180,49 +142,49 @@ func ExampleQuery_NextCursor() {
 			{Name: "company_name", Type: query.String, Sortable: true},
 		},
 	}
-
 	const list = "sort=company_name:desc&limit=2"
-	after := ""
-	for page := 1; ; page++ {
-		q, err := accounts.ParseQuery(list + after)
-		if err != nil {
-			log.Fatal(err)
-		}
-		text, args, err := query.SQLite.SQL(q.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
-		if err != nil {
-			log.Fatal(err)
-		}
-		rows, err := db.Query(text, args...)
-		if err != nil {
-			log.Fatal(err)
-		}
-		var names []string
-		var last []any // the values of q.Sort: company_name, then id
-		for rows.Next() {
-			var id, name string
-			if err := rows.Scan(&id, &name); err != nil {
-				log.Fatal(err)
-			}
-			names = append(names, name)
-			last = []any{name, id}
-		}
-		rows.Close()
-		fmt.Println(page, names)
-		if len(names) < q.Limit {
-			break
-		}
-		cursor, err := q.NextCursor(last)
-		if err != nil {
-			log.Fatal(err)
-		}
-		after = "&after=" + cursor
+	first, err := accounts.ParseQuery(list)
+	if err != nil {
+		log.Fatal(err)
+	}
+	text, args, err := query.SQLite.SQL(first.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text)
+	fmt.Println(args)
+
+	// The values of first.Sort in the page's last row, as the handler
+	// scanned them: company_name, then the tiebreaker id.
+	last := []any{"Cargo Co", "00000000-0000-4000-8000-000000000004"}
+	cursor, err := first.NextCursor(last)
+	if err != nil {
+		log.Fatal(err)
 	}
 
-	_, err = accounts.ParseQuery("sort=company_name:asc&limit=2" + after)
+	next, err := accounts.ParseQuery(list + "&after=" + cursor)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(next.After)
+	for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
+		text, args, err := d.SQL(next.Page(d, sq.Select("id", "company_name").From("accounts")))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(d, text)
+		fmt.Println(d, args)
+	}
+
+	_, err = accounts.ParseQuery("sort=company_name:asc&limit=2&after=" + cursor)
 	fmt.Println(err)
 	// Output:
-	// 1 [Delta Lines Cargo Co]
-	// 2 [Bolt Haulage Acme_Logistics]
-	// 3 [Acme Freight]
+	// SELECT id, company_name FROM accounts ORDER BY company_name DESC, id DESC LIMIT ? OFFSET ?
+	// [2 0]
+	// [Cargo Co 00000000-0000-4000-8000-000000000004]
+	// postgres SELECT id, company_name FROM accounts WHERE (company_name, id) < ($1, $2) ORDER BY company_name DESC, id DESC LIMIT $3
+	// postgres [Cargo Co 00000000-0000-4000-8000-000000000004 2]
+	// sqlite SELECT id, company_name FROM accounts WHERE (company_name, id) < (?, ?) ORDER BY company_name DESC, id DESC LIMIT ?
+	// sqlite [Cargo Co 00000000-0000-4000-8000-000000000004 2]
 	// invalid_request: after: the cursor does not belong to this query: it was issued for other filters, another sort or another list; repeat the filter and sort of the request that returned it, or start again without after
 }

@@ -1,42 +1,22 @@
 package query_test
 
 import (
+	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
 )
 
-// testSchema is the schema of the fixture table used by every test here.
-func testSchema() *query.Schema {
-	return &query.Schema{
-		Fields: []query.Field{
-			{Name: "id", Type: query.UUID, Filterable: true, Sortable: true},
-			{Name: "name", Type: query.String, Filterable: true, Sortable: true},
-			{Name: "status", Type: query.Enum, Values: []string{"draft", "sent", "accepted"}, Filterable: true, Sortable: true},
-			{Name: "packages", Type: query.Integer, Filterable: true, Sortable: true},
-			{Name: "weight", Type: query.Number, Filterable: true, Sortable: true},
-			{Name: "day", Type: query.Date, Filterable: true, Sortable: true, Nullable: true},
-			{Name: "created_at", Type: query.Timestamp, Filterable: true, Sortable: true},
-			{Name: "active", Type: query.Boolean, Filterable: true, Sortable: true},
-			{Name: "comment", Type: query.String, Filterable: true, Nullable: true},
-			{Name: "code", Column: "ref_code", Type: query.String, Filterable: true, Ops: []query.Op{query.Eq, query.In}},
-			{Name: "secret", Type: query.String},
-		},
-		DefaultSort: "created_at:desc",
-		Reserved:    []string{"organization_id", "branch_id"},
-	}
-}
-
 func TestSchemaValidate(t *testing.T) {
-	require.NoError(t, testSchema().Validate())
+	if err := testSchema().Validate(); err != nil {
+		t.Fatalf("Validate() of the test schema = %v, want nil", err)
+	}
 
 	cases := []struct {
 		name   string
@@ -58,9 +38,15 @@ func TestSchemaValidate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.schema.Validate()
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.True(t, strings.HasPrefix(err.Error(), "query: "), err.Error())
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %q, want it to contain %q", err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "query: ") {
+				t.Errorf("Validate() = %q, want the prefix \"query: \"", err)
+			}
 		})
 	}
 }
@@ -68,7 +54,9 @@ func TestSchemaValidate(t *testing.T) {
 func TestParseValid(t *testing.T) {
 	ts := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return v.UTC()
 	}
 	type order struct {
@@ -201,19 +189,28 @@ func TestParseValid(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := s.ParseQuery(tc.query)
-			require.NoError(t, err)
-			assert.Equal(t, tc.limit, q.Limit)
-			assert.Equal(t, tc.offset, q.Offset)
+			if err != nil {
+				t.Fatalf("ParseQuery(%q) = %v, want no error", tc.query, err)
+			}
+			if q.Limit != tc.limit {
+				t.Errorf("ParseQuery(%q).Limit = %d, want %d", tc.query, q.Limit, tc.limit)
+			}
+			if q.Offset != tc.offset {
+				t.Errorf("ParseQuery(%q).Offset = %d, want %d", tc.query, q.Offset, tc.offset)
+			}
 			var got []order
 			for _, o := range q.Sort {
 				got = append(got, order{o.Field, o.Desc})
 			}
-			assert.Equal(t, tc.sort, got)
-			require.Len(t, q.Filters, len(tc.filters))
+			checkEqual(t, fmt.Sprintf("ParseQuery(%q).Sort", tc.query), got, tc.sort)
+			if len(q.Filters) != len(tc.filters) {
+				t.Fatalf("ParseQuery(%q).Filters = %+v, want %d filters %+v", tc.query, q.Filters, len(tc.filters), tc.filters)
+			}
 			for i, f := range tc.filters {
-				assert.Equal(t, f.Field, q.Filters[i].Field)
-				assert.Equal(t, f.Op, q.Filters[i].Op)
-				assert.Equal(t, f.Values, q.Filters[i].Values)
+				g := q.Filters[i]
+				if g.Field != f.Field || g.Op != f.Op || !reflect.DeepEqual(g.Values, f.Values) {
+					t.Errorf("ParseQuery(%q).Filters[%d] = {%s %s %#v}, want {%s %s %#v}", tc.query, i, g.Field, g.Op, g.Values, f.Field, f.Op, f.Values)
+				}
 			}
 		})
 	}
@@ -301,13 +298,10 @@ func TestParseInvalid(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := s.ParseQuery(tc.query)
-			require.Error(t, err)
-			assert.Nil(t, q)
-			e, ok := apierrors.As(err)
-			require.True(t, ok, "want an *apierrors.Error, got %T", err)
-			assert.Equal(t, apierrors.CodeInvalidRequest, e.Code)
-			assert.Equal(t, 400, e.Status)
-			assert.Contains(t, e.Description, tc.want)
+			if q != nil {
+				t.Errorf("ParseQuery(%q) = %+v with the error, want a nil query", tc.query, q)
+			}
+			checkInvalid(t, err, tc.want)
 		})
 	}
 }
@@ -315,25 +309,26 @@ func TestParseInvalid(t *testing.T) {
 func TestParseCustomParams(t *testing.T) {
 	s := testSchema()
 	s.Params = []string{"expand"}
-	_, err := s.Parse(url.Values{"expand": {"account"}, "limit": {"5"}})
-	require.NoError(t, err)
-	_, err = s.Parse(url.Values{"fields": {"id"}})
-	requireInvalid(t, err, `unknown query parameter "fields"; a list takes limit, offset, sort, filter and expand`)
+	if _, err := s.Parse(url.Values{"expand": {"account"}, "limit": {"5"}}); err != nil {
+		t.Errorf("Parse(expand=account&limit=5) = %v, want no error for a declared parameter", err)
+	}
+	_, err := s.Parse(url.Values{"fields": {"id"}})
+	checkInvalid(t, err, `unknown query parameter "fields"; a list takes limit, offset, sort, filter and expand`)
 }
 
 func TestParseLimits(t *testing.T) {
 	s := testSchema()
 	s.MaxLimit = 20
-	q, err := s.ParseQuery("")
-	require.NoError(t, err)
-	assert.Equal(t, 20, q.Limit, "the default limit never exceeds a smaller max")
-	_, err = s.ParseQuery("limit=21")
-	require.ErrorContains(t, err, "from 1 to 20")
+	if q := mustParse(t, s, ""); q.Limit != 20 {
+		t.Errorf("Limit = %d with MaxLimit 20, want 20: the default limit never exceeds a smaller max", q.Limit)
+	}
+	_, err := s.ParseQuery("limit=21")
+	checkInvalid(t, err, "from 1 to 20")
 
 	s.DefaultLimit = 5
-	q, err = s.ParseQuery("")
-	require.NoError(t, err)
-	assert.Equal(t, 5, q.Limit)
+	if q := mustParse(t, s, ""); q.Limit != 5 {
+		t.Errorf("Limit = %d with DefaultLimit 5, want 5", q.Limit)
+	}
 }
 
 func TestCompile(t *testing.T) {
@@ -386,27 +381,42 @@ func TestCompile(t *testing.T) {
 	s := testSchema()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			q, err := s.ParseQuery(tc.query)
-			require.NoError(t, err)
+			q := mustParse(t, s, tc.query)
 			page, count := base()
 			sql, args, err := tc.dialect.SQL(q.Page(tc.dialect, page))
-			require.NoError(t, err)
-			assert.Equal(t, tc.page, sql)
-			assert.Equal(t, tc.pageArgs, args)
+			if err != nil {
+				t.Fatalf("Page: SQL() = %v", err)
+			}
+			if sql != tc.page {
+				t.Errorf("Page SQL =\n%s\nwant\n%s", sql, tc.page)
+			}
+			checkEqual(t, "Page args", args, tc.pageArgs)
 			sql, args, err = tc.dialect.SQL(q.Count(tc.dialect, count))
-			require.NoError(t, err)
-			assert.Equal(t, tc.count, sql)
-			assert.Equal(t, tc.countArgs, args)
+			if err != nil {
+				t.Fatalf("Count: SQL() = %v", err)
+			}
+			if sql != tc.count {
+				t.Errorf("Count SQL =\n%s\nwant\n%s", sql, tc.count)
+			}
+			checkEqual(t, "Count args", args, tc.countArgs)
 		})
 	}
 }
 
 func TestDialectValues(t *testing.T) {
 	at := time.Date(2026, 5, 4, 3, 2, 1, 123456789, time.FixedZone("x", 3600))
-	assert.Equal(t, "2026-05-04T02:02:01.123456Z", query.SQLite.Timestamp(at))
-	assert.Equal(t, at.UTC(), query.Postgres.Timestamp(at))
-	assert.Equal(t, "2026-05-04", query.SQLite.Date(at))
-	assert.Equal(t, "postgres", query.Postgres.String())
-	assert.Equal(t, "sqlite", query.SQLite.String())
-	assert.Equal(t, "timestamp", query.Timestamp.String())
+	cases := []struct {
+		name      string
+		got, want any
+	}{
+		{"SQLite.Timestamp", query.SQLite.Timestamp(at), "2026-05-04T02:02:01.123456Z"},
+		{"Postgres.Timestamp", query.Postgres.Timestamp(at), at.UTC()},
+		{"SQLite.Date", query.SQLite.Date(at), "2026-05-04"},
+		{"Postgres.String", query.Postgres.String(), "postgres"},
+		{"SQLite.String", query.SQLite.String(), "sqlite"},
+		{"Timestamp.String", query.Timestamp.String(), "timestamp"},
+	}
+	for _, tc := range cases {
+		checkEqual(t, tc.name+"()", tc.got, tc.want)
+	}
 }

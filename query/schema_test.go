@@ -2,11 +2,9 @@ package query_test
 
 import (
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
@@ -62,15 +60,23 @@ func TestParseValidatesLazily(t *testing.T) {
 				wg.Go(func() { _, errs[i] = s.Parse(tt.values) })
 			}
 			wg.Wait()
-			for _, err := range errs {
+			for i, err := range errs {
 				if tt.wantErr == "" {
-					assert.NoError(t, err)
+					if err != nil {
+						t.Errorf("Parse #%d(%v) = %v, want no error", i, tt.values, err)
+					}
 					continue
 				}
 				e, ok := apierrors.As(err)
-				require.True(t, ok, "want an *apierrors.Error, got %T", err)
-				assert.Equal(t, apierrors.CodeServerError, e.Code)
-				assert.ErrorContains(t, e.Unwrap(), tt.wantErr)
+				if !ok {
+					t.Fatalf("Parse #%d(%v) = %#v (%T), want an *apierrors.Error", i, tt.values, err, err)
+				}
+				if e.Code != apierrors.CodeServerError {
+					t.Errorf("Parse #%d(%v) code = %q, want %q", i, tt.values, e.Code, apierrors.CodeServerError)
+				}
+				if cause := e.Unwrap(); cause == nil || !strings.Contains(cause.Error(), tt.wantErr) {
+					t.Errorf("Parse #%d(%v) wraps %v, want Validate's error containing %q", i, tt.values, cause, tt.wantErr)
+				}
 			}
 		})
 	}

@@ -3,8 +3,6 @@ package query_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -27,8 +25,9 @@ func TestCanonicalUUID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, ok := query.CanonicalUUID(tt.in)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.want, got)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("CanonicalUUID(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+			}
 		})
 	}
 }
