@@ -11,11 +11,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 )
@@ -62,10 +60,12 @@ func TestFrom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := apierrors.From(tt.err)
-			assert.Equal(t, tt.wantCode, e.Code)
-			assert.Equal(t, tt.wantStatus, e.Status)
-			assert.Equal(t, tt.wantRetry, e.Header.Get("Retry-After"))
-			assert.ErrorIs(t, e, tt.err, "err stays in the chain, for the log")
+			checkEqual(t, "e.Code", e.Code, tt.wantCode)
+			checkEqual(t, "e.Status", e.Status, tt.wantStatus)
+			checkEqual(t, `e.Header.Get("Retry-After")`, e.Header.Get("Retry-After"), tt.wantRetry)
+			if !errors.Is(e, tt.err) {
+				t.Errorf("errors.Is(e, tt.err) = false, want true: err stays in the chain, for the log")
+			}
 		})
 	}
 }
@@ -74,32 +74,38 @@ func TestWriteDerivedAnswers(t *testing.T) {
 	t.Parallel()
 	t.Run("a cancelled request is a 499 logged at info", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodGet, "/v1/x/orders", apierrors.Internal(fmt.Errorf("list: %w", context.Canceled)))
-		assert.Equal(t, apierrors.StatusClientClosedRequest, rec.Code)
+		checkEqual(t, "rec.Code", rec.Code, apierrors.StatusClientClosedRequest)
 		var entry map[string]any
-		require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "log %q", logs.String())
-		assert.Equal(t, "INFO", entry["level"])
-		assert.Equal(t, "request abandoned by the client", entry["msg"])
-		assert.EqualValues(t, 499, entry["status"])
+		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
+			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
+		}
+		checkEqual(t, `entry["level"]`, entry["level"], "INFO")
+		checkEqual(t, `entry["msg"]`, entry["msg"], "request abandoned by the client")
+		checkEqual(t, `entry["status"]`, entry["status"], float64(499))
 	})
 
 	t.Run("a deadline is a 503 with Retry-After, logged as a warning", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodPost, "/v1/oauth/token", fmt.Errorf("load app: %w", context.DeadlineExceeded))
-		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+		checkEqual(t, "rec.Code", rec.Code, http.StatusServiceUnavailable)
+		checkEqual(t, `rec.Header().Get("Retry-After")`, rec.Header().Get("Retry-After"), "1")
 		body := decode(t, rec)
-		assert.Equal(t, "temporarily_unavailable", body.Error)
-		assert.NotContains(t, body.Description, "deadline", "the cause is not shown")
+		checkEqual(t, "body.Error", body.Error, "temporarily_unavailable")
+		checkNotContains(t, "body.Description (the cause is not shown)", body.Description, "deadline")
 		var entry map[string]any
-		require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "log %q", logs.String())
-		assert.Equal(t, "WARN", entry["level"])
-		assert.Contains(t, entry["error"], "deadline exceeded")
+		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
+			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
+		}
+		checkEqual(t, `entry["level"]`, entry["level"], "WARN")
+		if msg, _ := entry["error"].(string); !strings.Contains(msg, "deadline exceeded") {
+			t.Errorf(`entry["error"] = %#v, want a string containing "deadline exceeded"`, entry["error"])
+		}
 	})
 
 	t.Run("an unreachable database is a 503 with a longer Retry-After", func(t *testing.T) {
 		rec := write(t, http.MethodGet, "/v1/x/orders", &pgError{"57P01"})
-		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-		assert.Equal(t, "5", rec.Header().Get("Retry-After"))
-		assert.Equal(t, "temporarily_unavailable", decode(t, rec).Error)
+		checkEqual(t, "rec.Code", rec.Code, http.StatusServiceUnavailable)
+		checkEqual(t, `rec.Header().Get("Retry-After")`, rec.Header().Get("Retry-After"), "5")
+		checkEqual(t, "decode(t, rec).Error", decode(t, rec).Error, "temporarily_unavailable")
 	})
 }
 
@@ -129,8 +135,10 @@ func TestFromRequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r, err := http.NewRequestWithContext(tt.ctx, http.MethodGet, "/", nil)
-			require.NoError(t, err)
-			assert.Equal(t, tt.wantStatus, apierrors.FromRequest(r, tt.err).Status)
+			if err != nil {
+				t.Fatalf("err = %v, want no error", err)
+			}
+			checkEqual(t, "apierrors.FromRequest(r, tt.err).Status", apierrors.FromRequest(r, tt.err).Status, tt.wantStatus)
 		})
 	}
 }

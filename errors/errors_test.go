@@ -12,9 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	apierrors "github.com/waybillhq/waybill/errors"
 )
 
@@ -49,7 +46,9 @@ func decode(t *testing.T, rec *httptest.ResponseRecorder) responseBody {
 	dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
 	dec.DisallowUnknownFields()
 	var b responseBody
-	require.NoError(t, dec.Decode(&b), "body %q", rec.Body.String())
+	if err := dec.Decode(&b); err != nil {
+		t.Fatalf("dec.Decode(&b) = %v, want no error: body %q", err, rec.Body.String())
+	}
 	return b
 }
 
@@ -94,7 +93,7 @@ func TestStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.code, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, apierrors.Status(tt.code))
+			checkEqual(t, "apierrors.Status(tt.code)", apierrors.Status(tt.code), tt.want)
 		})
 	}
 }
@@ -140,18 +139,18 @@ func TestConstructors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.code, tt.err.Code)
-			assert.Equal(t, apierrors.Status(tt.code), tt.err.Status, "status must come from the table")
-			assert.Equal(t, tt.desc, tt.err.Description)
-			assert.Equal(t, tt.code+": "+tt.desc, tt.err.Error())
+			checkEqual(t, "tt.err.Code", tt.err.Code, tt.code)
+			checkEqual(t, "tt.err.Status (status must come from the table)", tt.err.Status, apierrors.Status(tt.code))
+			checkEqual(t, "tt.err.Description", tt.err.Description, tt.desc)
+			checkEqual(t, "tt.err.Error()", tt.err.Error(), tt.code+": "+tt.desc)
 		})
 	}
 }
 
 func TestErrorString(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, "not_found", apierrors.NotFound("").Error())
-	assert.Equal(t, "not_found: no order", apierrors.NotFound("no order").Error())
+	checkEqual(t, `apierrors.NotFound("").Error()`, apierrors.NotFound("").Error(), "not_found")
+	checkEqual(t, `apierrors.NotFound("no order").Error()`, apierrors.NotFound("no order").Error(), "not_found: no order")
 }
 
 func TestWrite(t *testing.T) {
@@ -268,19 +267,21 @@ func TestWrite(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rec := write(t, http.MethodGet, "/v1/x/quotations/42", tt.err)
-			assert.Equal(t, tt.wantStatus, rec.Code)
-			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-			assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"))
+			checkEqual(t, "rec.Code", rec.Code, tt.wantStatus)
+			checkEqual(t, `rec.Header().Get("Content-Type")`, rec.Header().Get("Content-Type"), "application/json")
+			checkEqual(t, `rec.Header().Get("X-Content-Type-Options")`, rec.Header().Get("X-Content-Type-Options"), "nosniff")
 			for k, v := range tt.wantHeader {
 				if v == "" {
-					assert.Empty(t, rec.Header().Values(k), "header %s", k)
+					if got := rec.Header().Values(k); len(got) != 0 {
+						t.Errorf("header %s = %q, want none", k, got)
+					}
 				} else {
-					assert.Equal(t, []string{v}, rec.Header().Values(k), "header %s", k)
+					checkEqual(t, "header "+k, rec.Header().Values(k), []string{v})
 				}
 			}
 			b := decode(t, rec)
-			assert.Equal(t, tt.wantCode, b.Error)
-			assert.Equal(t, tt.wantDesc, b.Description)
+			checkEqual(t, "b.Error", b.Error, tt.wantCode)
+			checkEqual(t, "b.Description", b.Description, tt.wantDesc)
 		})
 	}
 }
@@ -291,17 +292,21 @@ func TestWriteOverridesStaleHeaders(t *testing.T) {
 	rec.Header().Set("Content-Type", "text/html")
 	rec.Header().Set("Content-Length", "9999")
 	apierrors.Write(rec, httptest.NewRequest(http.MethodGet, "/", nil), apierrors.NotFound("x"))
-	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	assert.Empty(t, rec.Header().Get("Content-Length"))
+	checkEqual(t, `rec.Header().Get("Content-Type")`, rec.Header().Get("Content-Type"), "application/json")
+	if got := rec.Header().Get("Content-Length"); got != "" {
+		t.Errorf("Content-Length = %q, want none: a stale length is dropped", got)
+	}
 }
 
 func TestWriteHEADHasNoBody(t *testing.T) {
 	t.Parallel()
 	rec := write(t, http.MethodHead, "/v1/x/orders", apierrors.RateLimited(5))
-	assert.Equal(t, http.StatusTooManyRequests, rec.Code)
-	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-	assert.Equal(t, "5", rec.Header().Get("Retry-After"))
-	assert.Zero(t, rec.Body.Len(), "body %q", rec.Body.String())
+	checkEqual(t, "rec.Code", rec.Code, http.StatusTooManyRequests)
+	checkEqual(t, `rec.Header().Get("Content-Type")`, rec.Header().Get("Content-Type"), "application/json")
+	checkEqual(t, `rec.Header().Get("Retry-After")`, rec.Header().Get("Retry-After"), "5")
+	if rec.Body.Len() != 0 {
+		t.Errorf("HEAD body = %q, want none", rec.Body.String())
+	}
 }
 
 func TestWriteServerErrors(t *testing.T) {
@@ -309,65 +314,73 @@ func TestWriteServerErrors(t *testing.T) {
 	t.Run("plain error is a 500 that hides its text and is logged", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodPost, "/v1/x/orders?access_token=tok-secret", errors.New("db password=hunter2"))
 
-		assert.Equal(t, http.StatusInternalServerError, rec.Code)
-		assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
-		assert.NotContains(t, rec.Body.String(), "hunter2")
-		assert.Equal(t, responseBody{Error: "server_error", Description: "internal server error"}, decode(t, rec))
+		checkEqual(t, "rec.Code", rec.Code, http.StatusInternalServerError)
+		checkEqual(t, `rec.Header().Get("Content-Type")`, rec.Header().Get("Content-Type"), "application/json")
+		checkNotContains(t, "rec.Body.String()", rec.Body.String(), "hunter2")
+		checkEqual(t, "decode(t, rec)", decode(t, rec), responseBody{Error: "server_error", Description: "internal server error"})
 
 		var entry map[string]any
-		require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "log %q", logs.String())
-		assert.Equal(t, "ERROR", entry["level"])
-		assert.Equal(t, "POST", entry["method"])
-		assert.Equal(t, "/v1/x/orders", entry["path"])
-		assert.EqualValues(t, http.StatusInternalServerError, entry["status"])
-		assert.Equal(t, "db password=hunter2", entry["error"])
-		assert.NotContains(t, logs.String(), "tok-secret", "the query string is never logged")
+		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
+			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
+		}
+		checkEqual(t, `entry["level"]`, entry["level"], "ERROR")
+		checkEqual(t, `entry["method"]`, entry["method"], "POST")
+		checkEqual(t, `entry["path"]`, entry["path"], "/v1/x/orders")
+		checkEqual(t, `entry["status"]`, entry["status"], float64(http.StatusInternalServerError))
+		checkEqual(t, `entry["error"]`, entry["error"], "db password=hunter2")
+		checkNotContains(t, "logs.String() (the query string is never logged)", logs.String(), "tok-secret")
 	})
 
 	t.Run("wrapped plain error", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodGet, "/", fmt.Errorf("list: %w", errors.New("connection refused")))
-		assert.Equal(t, http.StatusInternalServerError, rec.Code)
-		assert.Equal(t, "server_error", decode(t, rec).Error)
-		assert.NotContains(t, rec.Body.String(), "connection refused")
-		assert.Contains(t, logs.String(), "connection refused")
+		checkEqual(t, "rec.Code", rec.Code, http.StatusInternalServerError)
+		checkEqual(t, "decode(t, rec).Error", decode(t, rec).Error, "server_error")
+		checkNotContains(t, "rec.Body.String()", rec.Body.String(), "connection refused")
+		checkContains(t, "logs.String()", logs.String(), "connection refused")
 	})
 
 	t.Run("Internal hides its cause and logs it", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodGet, "/", apierrors.Internal(errors.New("secret cause")))
-		assert.Equal(t, http.StatusInternalServerError, rec.Code)
-		assert.NotContains(t, rec.Body.String(), "secret cause")
+		checkEqual(t, "rec.Code", rec.Code, http.StatusInternalServerError)
+		checkNotContains(t, "rec.Body.String()", rec.Body.String(), "secret cause")
 
 		var entry map[string]any
-		require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "log %q", logs.String())
-		assert.Equal(t, "server_error: internal server error", entry["error"])
-		assert.Equal(t, "secret cause", entry["cause"])
+		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
+			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
+		}
+		checkEqual(t, `entry["error"]`, entry["error"], "server_error: internal server error")
+		checkEqual(t, `entry["cause"]`, entry["cause"], "secret cause")
 	})
 
 	t.Run("cause of a wrapped 503 is logged", func(t *testing.T) {
 		err := fmt.Errorf("ready: %w", apierrors.Unavailable("database unreachable").Wrap(errors.New("dial tcp: refused")))
 		rec, logs := writeLogged(t, http.MethodGet, "/readyz", err)
-		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-		assert.NotContains(t, rec.Body.String(), "refused")
-		assert.Contains(t, logs.String(), `"cause":"dial tcp: refused"`)
+		checkEqual(t, "rec.Code", rec.Code, http.StatusServiceUnavailable)
+		checkNotContains(t, "rec.Body.String()", rec.Body.String(), "refused")
+		checkContains(t, "logs.String()", logs.String(), `"cause":"dial tcp: refused"`)
 	})
 
 	t.Run("503 is logged", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodGet, "/readyz", apierrors.Unavailable("database unreachable"))
-		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
-		assert.Equal(t, responseBody{Error: "temporarily_unavailable", Description: "database unreachable"}, decode(t, rec))
-		assert.Contains(t, logs.String(), `"path":"/readyz"`)
+		checkEqual(t, "rec.Code", rec.Code, http.StatusServiceUnavailable)
+		checkEqual(t, "decode(t, rec)", decode(t, rec), responseBody{Error: "temporarily_unavailable", Description: "database unreachable"})
+		checkContains(t, "logs.String()", logs.String(), `"path":"/readyz"`)
 	})
 
 	t.Run("4xx is not logged", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodGet, "/", apierrors.NotFound("no order"))
-		assert.Equal(t, http.StatusNotFound, rec.Code)
-		assert.Empty(t, logs.String())
+		checkEqual(t, "rec.Code", rec.Code, http.StatusNotFound)
+		if logs.Len() != 0 {
+			t.Errorf("logs = %q, want none for a 4xx", logs.String())
+		}
 	})
 
 	t.Run("HEAD of a 500 has no body", func(t *testing.T) {
 		rec := write(t, http.MethodHead, "/", errors.New("boom"))
-		assert.Equal(t, http.StatusInternalServerError, rec.Code)
-		assert.Zero(t, rec.Body.Len())
+		checkEqual(t, "rec.Code", rec.Code, http.StatusInternalServerError)
+		if rec.Body.Len() != 0 {
+			t.Errorf("HEAD body = %q, want none", rec.Body.String())
+		}
 	})
 }
 
@@ -378,46 +391,78 @@ func TestIsAndAsSeeThroughWrapping(t *testing.T) {
 	err := fmt.Errorf("handler: %w", fmt.Errorf("store: %w", inner))
 
 	t.Run("errors.Is matches by code", func(t *testing.T) {
-		assert.ErrorIs(t, err, apierrors.NotFound(""))
-		assert.ErrorIs(t, err, &apierrors.Error{Code: apierrors.CodeNotFound})
-		assert.NotErrorIs(t, err, apierrors.InvalidRequest(""))
+		if !errors.Is(err, apierrors.NotFound("")) {
+			t.Errorf("errors.Is(err, apierrors.NotFound(\"\")) = false, want true")
+		}
+		if !errors.Is(err, &apierrors.Error{Code: apierrors.CodeNotFound}) {
+			t.Errorf("errors.Is(err, &apierrors.Error{Code: apierrors.CodeNotFound}) = false, want true")
+		}
+		if errors.Is(err, apierrors.InvalidRequest("")) {
+			t.Errorf("errors.Is(err, apierrors.InvalidRequest(\"\")) = true, want false")
+		}
 	})
 	t.Run("errors.Is reaches the cause", func(t *testing.T) {
-		assert.ErrorIs(t, err, cause)
-		assert.ErrorIs(t, apierrors.Internal(cause), cause)
+		if !errors.Is(err, cause) {
+			t.Errorf("errors.Is(err, cause) = false, want true")
+		}
+		if !errors.Is(apierrors.Internal(cause), cause) {
+			t.Errorf("errors.Is(apierrors.Internal(cause), cause) = false, want true")
+		}
 	})
 	t.Run("errors.As", func(t *testing.T) {
 		var e *apierrors.Error
-		require.ErrorAs(t, err, &e)
-		assert.Same(t, inner, e)
-		assert.Equal(t, http.StatusNotFound, e.Status)
+		if !errors.As(err, &e) {
+			t.Fatalf("errors.As(%v, *apierrors.Error) = false, want true", err)
+		}
+		if e != inner {
+			t.Errorf("e = %p, want the same pointer as inner, %p", e, inner)
+		}
+		checkEqual(t, "e.Status", e.Status, http.StatusNotFound)
 	})
 	t.Run("As", func(t *testing.T) {
 		e, ok := apierrors.As(err)
-		require.True(t, ok)
-		assert.Same(t, inner, e)
+		if !ok {
+			t.Fatalf("As(%v) ok = false, want true", err)
+		}
+		if e != inner {
+			t.Errorf("e = %p, want the same pointer as inner, %p", e, inner)
+		}
 
 		e, ok = apierrors.As(cause)
-		assert.False(t, ok)
-		assert.Nil(t, e)
+		if ok || e != nil {
+			t.Errorf("As(%v) = %v, %v; want nil, false", cause, e, ok)
+		}
 
-		_, ok = apierrors.As(nil)
-		assert.False(t, ok)
+		if _, ok = apierrors.As(nil); ok {
+			t.Errorf("As(nil) ok = true, want false")
+		}
 	})
 	t.Run("HasCode", func(t *testing.T) {
-		assert.True(t, apierrors.HasCode(err, apierrors.CodeNotFound))
-		assert.False(t, apierrors.HasCode(err, apierrors.CodeInvalidRequest))
-		assert.False(t, apierrors.HasCode(cause, apierrors.CodeServerError), "a plain error holds no *Error")
-		assert.False(t, apierrors.HasCode(nil, apierrors.CodeNotFound))
+		if !apierrors.HasCode(err, apierrors.CodeNotFound) {
+			t.Errorf("apierrors.HasCode(err, apierrors.CodeNotFound) = false, want true")
+		}
+		if apierrors.HasCode(err, apierrors.CodeInvalidRequest) {
+			t.Errorf("apierrors.HasCode(err, apierrors.CodeInvalidRequest) = true, want false")
+		}
+		if apierrors.HasCode(cause, apierrors.CodeServerError) {
+			t.Errorf("apierrors.HasCode(cause, apierrors.CodeServerError) = true, want false: a plain error holds no *Error")
+		}
+		if apierrors.HasCode(nil, apierrors.CodeNotFound) {
+			t.Errorf("apierrors.HasCode(nil, apierrors.CodeNotFound) = true, want false")
+		}
 	})
 	t.Run("CodeOf", func(t *testing.T) {
-		assert.Equal(t, apierrors.CodeNotFound, apierrors.CodeOf(err))
-		assert.Equal(t, apierrors.CodeServerError, apierrors.CodeOf(cause))
-		assert.Equal(t, "", apierrors.CodeOf(nil))
+		checkEqual(t, "apierrors.CodeOf(err)", apierrors.CodeOf(err), apierrors.CodeNotFound)
+		checkEqual(t, "apierrors.CodeOf(cause)", apierrors.CodeOf(cause), apierrors.CodeServerError)
+		checkEqual(t, "apierrors.CodeOf(nil)", apierrors.CodeOf(nil), "")
 	})
 	t.Run("Unwrap", func(t *testing.T) {
-		assert.Same(t, cause, inner.Unwrap())
-		assert.NoError(t, apierrors.NotFound("x").Unwrap())
+		if inner.Unwrap() != cause {
+			t.Errorf("inner.Unwrap() = %p, want the same pointer as cause, %p", inner.Unwrap(), cause)
+		}
+		if err := apierrors.NotFound("x").Unwrap(); err != nil {
+			t.Errorf("apierrors.NotFound(\"x\").Unwrap() = %v, want no error", err)
+		}
 	})
 }
 
@@ -429,56 +474,72 @@ func TestCopiesLeaveTheOriginalUntouched(t *testing.T) {
 	t.Run("WithDescription", func(t *testing.T) {
 		orig := newOrig()
 		c := orig.WithDescription("signature is %s", "invalid")
-		require.NotSame(t, orig, c)
-		assert.Equal(t, "signature is invalid", c.Description)
-		assert.Equal(t, apierrors.CodeInvalidToken, c.Code)
-		assert.Equal(t, http.StatusUnauthorized, c.Status)
-		assert.Equal(t, "token expired", orig.Description)
-		assert.Equal(t, `Bearer error="invalid_token", error_description="signature is invalid"`,
-			c.Header.Get("WWW-Authenticate"), "the challenge follows the new description")
+		if c == orig {
+			t.Fatalf("c is orig, want a copy")
+		}
+		checkEqual(t, "c.Description", c.Description, "signature is invalid")
+		checkEqual(t, "c.Code", c.Code, apierrors.CodeInvalidToken)
+		checkEqual(t, "c.Status", c.Status, http.StatusUnauthorized)
+		checkEqual(t, "orig.Description", orig.Description, "token expired")
+		checkEqual(t, `c.Header.Get("WWW-Authenticate") (the challenge follows the new description)`, c.Header.Get("WWW-Authenticate"), `Bearer error="invalid_token", error_description="signature is invalid"`)
 
 		scoped := apierrors.InsufficientScope("svc:orders:read", "missing scope").WithDescription("needs %s", "svc:orders:read")
-		assert.Equal(t, `Bearer error="insufficient_scope", error_description="needs svc:orders:read", scope="svc:orders:read"`,
-			scoped.Header.Get("WWW-Authenticate"))
+		checkEqual(t, `scoped.Header.Get("WWW-Authenticate")`, scoped.Header.Get("WWW-Authenticate"), `Bearer error="insufficient_scope", error_description="needs svc:orders:read", scope="svc:orders:read"`)
 
 		c.Header.Set("WWW-Authenticate", "changed")
-		assert.Equal(t, challenge, orig.Header.Get("WWW-Authenticate"), "the copy's header map is its own")
+		checkEqual(t, `orig.Header.Get("WWW-Authenticate") (the copy's header map is its own)`, orig.Header.Get("WWW-Authenticate"), challenge)
 	})
 	t.Run("WithHeader", func(t *testing.T) {
 		orig := newOrig()
 		c := orig.WithHeader("Cache-Control", "no-store")
-		require.NotSame(t, orig, c)
-		assert.Equal(t, "no-store", c.Header.Get("Cache-Control"))
-		assert.Equal(t, challenge, c.Header.Get("WWW-Authenticate"), "the copy keeps the original headers")
-		assert.Empty(t, orig.Header.Get("Cache-Control"))
-		assert.Len(t, orig.Header, 1)
+		if c == orig {
+			t.Fatalf("c is orig, want a copy")
+		}
+		checkEqual(t, `c.Header.Get("Cache-Control")`, c.Header.Get("Cache-Control"), "no-store")
+		checkEqual(t, `c.Header.Get("WWW-Authenticate") (the copy keeps the original headers)`, c.Header.Get("WWW-Authenticate"), challenge)
+		if got := orig.Header.Get("Cache-Control"); got != "" {
+			t.Errorf("orig Cache-Control = %q, want none", got)
+		}
+		if len(orig.Header) != 1 {
+			t.Errorf("orig.Header = %v, want only its challenge", orig.Header)
+		}
 	})
 	t.Run("WithHeader on an error without headers", func(t *testing.T) {
 		orig := apierrors.NotFound("x")
 		c := orig.WithHeader("Cache-Control", "no-store")
-		assert.Equal(t, "no-store", c.Header.Get("Cache-Control"))
-		assert.Nil(t, orig.Header)
+		checkEqual(t, `c.Header.Get("Cache-Control")`, c.Header.Get("Cache-Control"), "no-store")
+		if orig.Header != nil {
+			t.Errorf("orig.Header = %v, want nil", orig.Header)
+		}
 	})
 	t.Run("Wrap", func(t *testing.T) {
 		orig := newOrig()
 		cause := errors.New("cause")
 		c := orig.Wrap(cause)
-		require.NotSame(t, orig, c)
-		assert.Same(t, cause, c.Unwrap())
-		assert.NoError(t, orig.Unwrap())
-		assert.NotErrorIs(t, orig, cause)
-		assert.Equal(t, orig.Description, c.Description)
+		if c == orig {
+			t.Fatalf("c is orig, want a copy")
+		}
+		if c.Unwrap() != cause {
+			t.Errorf("c.Unwrap() = %p, want the same pointer as cause, %p", c.Unwrap(), cause)
+		}
+		if err := orig.Unwrap(); err != nil {
+			t.Errorf("orig.Unwrap() = %v, want no error", err)
+		}
+		if errors.Is(orig, cause) {
+			t.Errorf("errors.Is(orig, cause) = true, want false")
+		}
+		checkEqual(t, "c.Description", c.Description, orig.Description)
 
 		c.Header.Set("WWW-Authenticate", "changed")
-		assert.Equal(t, challenge, orig.Header.Get("WWW-Authenticate"))
+		checkEqual(t, `orig.Header.Get("WWW-Authenticate")`, orig.Header.Get("WWW-Authenticate"), challenge)
 	})
 	t.Run("sentinel reuse", func(t *testing.T) {
 		// A package-level sentinel may be specialised per request without
 		// leaking into the next one.
 		sentinel := apierrors.MethodNotAllowed("GET")
 		_ = sentinel.WithHeader("Allow", "GET, POST").WithDescription("other")
-		assert.Equal(t, "GET", sentinel.Header.Get("Allow"))
-		assert.Equal(t, "method not allowed; allowed: GET", sentinel.Description)
+		checkEqual(t, `sentinel.Header.Get("Allow")`, sentinel.Header.Get("Allow"), "GET")
+		checkEqual(t, "sentinel.Description", sentinel.Description, "method not allowed; allowed: GET")
 	})
 }
 
@@ -503,14 +564,14 @@ func TestWriterRealm(t *testing.T) {
 			t.Parallel()
 			rec := httptest.NewRecorder()
 			apierrors.Writer{Realm: tt.realm}.Write(rec, httptest.NewRequest(http.MethodGet, "/", nil), tt.err)
-			assert.Equal(t, tt.want, rec.Header().Get("WWW-Authenticate"))
+			checkEqual(t, `rec.Header().Get("WWW-Authenticate")`, rec.Header().Get("WWW-Authenticate"), tt.want)
 		})
 	}
 	t.Run("the error keeps its own challenge", func(t *testing.T) {
 		t.Parallel()
 		e := apierrors.InvalidToken("expired")
 		apierrors.Writer{Realm: "tms"}.Write(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil), e)
-		assert.Equal(t, `Bearer error="invalid_token", error_description="expired"`, e.Header.Get("WWW-Authenticate"))
+		checkEqual(t, `e.Header.Get("WWW-Authenticate")`, e.Header.Get("WWW-Authenticate"), `Bearer error="invalid_token", error_description="expired"`)
 	})
 }
 
@@ -538,7 +599,7 @@ func TestWriterResourceMetadata(t *testing.T) {
 			t.Parallel()
 			rec := httptest.NewRecorder()
 			apierrors.Writer{Realm: tt.realm, ResourceMetadata: tt.metadata}.Write(rec, httptest.NewRequest(http.MethodGet, "/", nil), tt.err)
-			assert.Equal(t, tt.want, rec.Header().Get("WWW-Authenticate"))
+			checkEqual(t, `rec.Header().Get("WWW-Authenticate")`, rec.Header().Get("WWW-Authenticate"), tt.want)
 		})
 	}
 }
@@ -581,21 +642,19 @@ func TestChallengeIsQuotable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := apierrors.InsufficientScope(tt.scope, tt.desc)
-			assert.Equal(t, strings.Replace(tt.want, `realm="waybill", `, "", 1), e.Header.Get("WWW-Authenticate"),
-				"the error's own challenge names no realm")
+			checkEqual(t, `e.Header.Get("WWW-Authenticate") (the error's own challenge names no realm)`, e.Header.Get("WWW-Authenticate"), strings.Replace(tt.want, `realm="waybill", `, "", 1))
 
 			// The body keeps the description as given; JSON escapes it.
 			rec := write(t, http.MethodGet, "/", e)
-			assert.Equal(t, tt.desc, decode(t, rec).Description)
-			assert.Equal(t, tt.want, rec.Header().Get("WWW-Authenticate"))
+			checkEqual(t, "decode(t, rec).Description", decode(t, rec).Description, tt.desc)
+			checkEqual(t, `rec.Header().Get("WWW-Authenticate")`, rec.Header().Get("WWW-Authenticate"), tt.want)
 		})
 	}
 
 	t.Run("invalid token", func(t *testing.T) {
 		t.Parallel()
 		e := apierrors.InvalidToken("bad \"sig\"\n\\")
-		assert.Equal(t, `Bearer error="invalid_token", error_description="bad sig"`,
-			e.Header.Get("WWW-Authenticate"))
+		checkEqual(t, `e.Header.Get("WWW-Authenticate")`, e.Header.Get("WWW-Authenticate"), `Bearer error="invalid_token", error_description="bad sig"`)
 	})
 }
 
@@ -605,7 +664,9 @@ func TestWriteBodyIsOneJSONLine(t *testing.T) {
 	t.Parallel()
 	rec := write(t, http.MethodGet, "/", apierrors.InvalidRequest(`filter on "status": unknown operator`))
 	body, err := io.ReadAll(rec.Body)
-	require.NoError(t, err)
-	assert.Equal(t, `{"error":"invalid_request","error_description":"filter on \"status\": unknown operator"}`+"\n", string(body))
-	assert.Equal(t, 1, strings.Count(string(body), "\n"))
+	if err != nil {
+		t.Fatalf("err = %v, want no error", err)
+	}
+	checkEqual(t, "string(body)", string(body), `{"error":"invalid_request","error_description":"filter on \"status\": unknown operator"}`+"\n")
+	checkEqual(t, `strings.Count(string(body), "\n")`, strings.Count(string(body), "\n"), 1)
 }
