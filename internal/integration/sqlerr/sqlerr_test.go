@@ -2,8 +2,6 @@ package sqlerr_test
 
 import (
 	"database/sql"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,43 +54,8 @@ func TestKindOf(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, sqlerr.None, sqlerr.KindOf(nil))
-	assert.Equal(t, sqlerr.None, sqlerr.KindOf(errors.New("plain")))
 }
 
 // TestMain runs the tests with testdb.Main, which says how many skipped for want of
 // PostgreSQL or Redis.
-// codeError is an error with a SQLite result code, as modernc's *sqlite.Error has.
-type codeError int
-
-func (e codeError) Error() string { return "sqlite error" }
-func (e codeError) Code() int     { return int(e) }
-
-// stateError is an error with a SQLSTATE, as pgx's *pgconn.PgError has.
-type stateError string
-
-func (e stateError) Error() string    { return "postgres error" }
-func (e stateError) SQLState() string { return string(e) }
-
-func TestBusy(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"SQLITE_BUSY", codeError(5), true},
-		{"SQLITE_BUSY_SNAPSHOT", codeError(517), true},
-		{"wrapped", fmt.Errorf("migrate: connect: %w", codeError(5)), true},
-		{"SQLITE_LOCKED", codeError(6), false},
-		{"a constraint", codeError(2067), false},
-		{"PostgreSQL", stateError("40001"), false},
-		{"another error", errors.New("database is locked"), false},
-		{"nil", nil, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, sqlerr.Busy(tc.err))
-		})
-	}
-}
-
 func TestMain(m *testing.M) { testdb.Main(m) }

@@ -15,8 +15,9 @@ import (
 )
 
 // An application embeds one directory of migrations per dialect (with
-// //go:embed) and applies the directory of its database at start-up.
-func ExampleApply() {
+// //go:embed) and applies the directory of its database at start-up: here
+// SQLite, with migrate.Apply.
+func Example_apply() {
 	migrations := fstest.MapFS{ // in a real program: an embed.FS
 		"migrations/sqlite/0001_init.sql":   {Data: []byte("CREATE TABLE notes (id integer PRIMARY KEY, body text NOT NULL);")},
 		"migrations/sqlite/0002_author.sql": {Data: []byte("ALTER TABLE notes ADD COLUMN author text;\nCREATE INDEX notes_author ON notes (author);")},
