@@ -33,6 +33,8 @@ func (b oneBranch) Organization(_ context.Context, id string) (string, error) {
 func (b oneBranch) List(context.Context, string) ([]string, error) { return []string{b.branch}, nil }
 
 // A registry whose writes go to the outbox, and the feed that serves them.
+// It is the example of package events with a database: SQLite, from which
+// the feed answers a page of the events of a write.
 func ExampleFeed() {
 	dir, _ := os.MkdirTemp("", "events-example")
 	defer os.RemoveAll(dir)

@@ -37,7 +37,8 @@ func (b orgBranches) List(context.Context, string) ([]string, error) {
 
 // A resource declared, registered and mounted on a plain ServeMux: a
 // branch-scoped "parcels" table with a status flow, served with the
-// envelopes, whitelists and tenant rules of the API.
+// envelopes, whitelists and tenant rules of the API. It is the example of
+// package resource with a database: SQLite, which serves the records.
 func ExampleRegistry() {
 	const (
 		org    = "7a110000-0000-4000-8000-000000000001"
