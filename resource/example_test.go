@@ -2,17 +2,14 @@ package resource_test
 
 import (
 	"context"
-	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
-
-	_ "modernc.org/sqlite"
 
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
@@ -36,36 +33,21 @@ func (b orgBranches) List(context.Context, string) ([]string, error) {
 }
 
 // A resource declared, registered and mounted on a plain ServeMux: a
-// branch-scoped "parcels" table with a status flow, served with the
-// envelopes, whitelists and tenant rules of the API.
+// branch-scoped "parcels" table with a status flow. The registry names the
+// scopes a token needs and describes the routes it serves; tokens, scopes
+// and the whitelists of filters and bodies are checked before the database
+// is asked, so this example needs none (a service sets Registry.DB and
+// Dialect, and calls Registry.Migrate, before it serves records).
 func ExampleRegistry() {
 	const (
 		org    = "7a110000-0000-4000-8000-000000000001"
 		branch = "7a110000-0000-4000-8000-0000000000b1"
 	)
-	dir, err := os.MkdirTemp("", "resource-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", filepath.Join(dir, "parcels.db"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE parcels (
-		id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT NOT NULL,
-		created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-		label TEXT NOT NULL, weight_kg REAL NOT NULL, status TEXT NOT NULL)`); err != nil {
-		log.Fatal(err)
-	}
-
 	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
 	if err != nil {
 		log.Fatal(err)
 	}
 	reg := &resource.Registry{
-		DB: db, Dialect: query.SQLite,
 		Verifier: &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com"},
 		Branches: orgBranches{org, branch},
 	}
@@ -81,42 +63,83 @@ func ExampleRegistry() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	reg.Mount(mux)
+	parcels := reg.Resource("parcels")
+	fmt.Println("scopes:", parcels.ReadScope(), parcels.WriteScope())
 
-	now := time.Now()
-	token, err := keys.Sign(&bearer.Claims{
-		Issuer: "https://tms.example.com", Subject: "user-1", Audience: bearer.Audience, Role: bearer.Role,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1", OrganizationID: org,
-		ClientID: "client-1", Scopes: []string{"svc:parcels:read", "svc:parcels:write"},
-	})
+	// The routes, as the registry's OpenAPI document describes them.
+	raw, err := reg.OpenAPI(resource.OpenAPIInfo{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	call := func(method, path, body string) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		log.Fatal(err)
+	}
+	var routes []string
+	for path, item := range doc.Paths {
+		for _, method := range []string{"get", "post", "patch", "delete"} {
+			var op struct {
+				OperationID string `json:"operationId"`
+			}
+			if item[method] != nil && json.Unmarshal(item[method], &op) == nil {
+				routes = append(routes, fmt.Sprintf("%-6s %s %s", strings.ToUpper(method), path, op.OperationID))
+			}
+		}
+	}
+	slices.Sort(routes)
+	fmt.Println(strings.Join(routes, "\n"))
+
+	mux := http.NewServeMux()
+	reg.Mount(mux)
+	sign := func(scopes ...string) string {
+		now := time.Now()
+		token, err := keys.Sign(&bearer.Claims{
+			Issuer: "https://tms.example.com", Subject: "user-1", Audience: bearer.Audience, Role: bearer.Role,
+			IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1", OrganizationID: org,
+			ClientID: "client-1", Scopes: scopes,
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return token
+	}
+	call := func(token, method, path, body string) {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, req)
-		fmt.Println(rec.Code, rec.Header().Get("Content-Type"))
+		var answer struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &answer)
+		fmt.Println(rec.Code, answer.Error+":", answer.Description)
 	}
-	call("POST", "/v1/"+branch+"/parcels", `{"label":"Pallet 7","weight_kg":412.5}`)
-	call("POST", "/v1/"+branch+"/parcels", `{"label":"Box","weight_kg":-1}`)
-	call("GET", "/v1/"+branch+"/parcels?filter=status:eq:ready&sort=label:asc", "")
-	call("GET", "/api/v1/"+branch+"/parcels?filter=branch_id:eq:"+branch, "")
-
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/v1/"+branch+"/parcels?filter=label:like:Pallet%25", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	mux.ServeHTTP(rec, req)
-	fmt.Println(strings.Contains(rec.Body.String(), `"total":1`))
+	reader, writer := sign(parcels.ReadScope()), sign(parcels.ReadScope(), parcels.WriteScope())
+	call("", "GET", "/v1/"+branch+"/parcels", "")                                                  // no token
+	call(reader, "POST", "/v1/"+branch+"/parcels", `{"label":"Pallet 7","weight_kg":412.5}`)       // write needs the write scope
+	call(writer, "POST", "/v1/"+branch+"/parcels", `{"label":"Box","weight_kg":-1}`)               // below the field's Min
+	call(writer, "POST", "/v1/"+branch+"/parcels", `{"label":"Box","weight_kg":1,"colour":"red"}`) // not a field
+	call(reader, "GET", "/v1/"+branch+"/parcels?filter=branch_id:eq:"+branch, "")                  // tenant columns are the server's
+	call(reader, "DELETE", "/v1/"+branch+"/parcels", "")                                           // a collection is not deleted
 	// Output:
-	// 201 application/json
-	// 400 application/json
-	// 200 application/json
-	// 400 application/json
-	// true
+	// scopes: svc:parcels:read svc:parcels:write
+	// DELETE /v1/{scopeId}/parcels/{id} deleteParcel
+	// GET    /v1/{scopeId}/parcels listParcels
+	// GET    /v1/{scopeId}/parcels/{id} getParcel
+	// PATCH  /v1/{scopeId}/parcels/{id} updateParcel
+	// POST   /v1/{scopeId}/parcels createParcel
+	// 401 unauthorized: an Authorization: Bearer token is required
+	// 403 insufficient_scope: the token lacks the scope svc:parcels:write
+	// 400 invalid_create: weight_kg: must be at least 0
+	// 400 invalid_create: unknown field "colour"; fields that may be sent: label, weight_kg, status
+	// 400 invalid_request: filter on "branch_id": the field is set by the server and cannot be filtered
+	// 405 method_not_allowed: method not allowed; allowed: GET, HEAD, POST
 }

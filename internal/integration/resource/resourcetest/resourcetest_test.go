@@ -1,14 +1,16 @@
-package resourcetest
+package resourcetest_test
 
 import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
-	"runtime"
+	"os"
+	"os/exec"
+	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/resource/resourcetest"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -91,8 +94,8 @@ func resources() []*resource.Resource {
 
 // insert is Config.Record for the test resources: an INSERT of a record
 // with made-up values.
-func insert(db *sql.DB) func(t testing.TB, r *resource.Resource, in Tenant) string {
-	return func(t testing.TB, r *resource.Resource, in Tenant) string {
+func insert(db *sql.DB) func(t testing.TB, r *resource.Resource, in resourcetest.Tenant) string {
+	return func(t testing.TB, r *resource.Resource, in resourcetest.Tenant) string {
 		id := newUUID()
 		now := time.Now().UTC().Format(query.SQLiteTimestampLayout)
 		var err error
@@ -118,7 +121,7 @@ func newUUID() string {
 
 // newConfig returns a registry of the test resources on a new SQLite
 // database, with the registry's middleware mw (nil: none).
-func newConfig(t *testing.T, mw func(http.Handler) http.Handler) Config {
+func newConfig(t *testing.T, mw func(http.Handler) http.Handler) resourcetest.Config {
 	db := testdb.SQLite(t)
 	_, err := db.Exec(schema)
 	require.NoError(t, err)
@@ -129,7 +132,7 @@ func newConfig(t *testing.T, mw func(http.Handler) http.Handler) Config {
 		Branches: branchMap{a1: orgA, a2: orgA, b1: orgB}, Middleware: mw,
 	}
 	require.NoError(t, reg.Register(resources()...))
-	return Config{
+	return resourcetest.Config{
 		Registry: reg, Keys: keys, Issuer: issuer,
 		Organization: orgA, Branch: a1, SiblingBranch: a2, OtherOrganization: orgB, OtherBranch: b1,
 		Record: insert(db),
@@ -140,84 +143,106 @@ func TestResourceConforms(t *testing.T) {
 	t.Parallel()
 	c := newConfig(t, nil)
 	for _, r := range c.Registry.Resources() {
-		t.Run(r.Name, func(t *testing.T) { TestResource(t, c, r) })
+		t.Run(r.Name, func(t *testing.T) { resourcetest.TestResource(t, c, r) })
 	}
 }
 
-// recorder is a testing.TB that records failures instead of failing the
-// test, so that a test can check that the suite fails.
-type recorder struct {
-	testing.TB
-	mu       sync.Mutex
-	failures []string
-}
+// parts are the parts of the suite, as TestResource names its subtests.
+var parts = []string{"envelopes", "whitelists", "tenant_columns", "isolation", "methods", "openapi"}
 
-func (r *recorder) Helper() {}
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failures = append(r.failures, fmt.Sprintf(format, args...))
-}
-func (r *recorder) Error(args ...any)                 { r.Errorf("%s", fmt.Sprint(args...)) }
-func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
-func (r *recorder) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
-func (r *recorder) Fail()                             { r.Errorf("Fail") }
-func (r *recorder) FailNow()                          { r.Errorf("FailNow"); runtime.Goexit() }
-func (r *recorder) Failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.failures) > 0
-}
+// envRegistry names, in the environment of a child process of the test
+// binary, the registry on which TestResourceFailsOnBrokenTenancy runs the
+// suite in that process: "good" or "broken".
+const envRegistry = "WAYBILL_RESOURCETEST_REGISTRY"
 
-// runChecks runs every check of the suite on r with its own recorder and
-// returns the recorders by check.
-func runChecks(t *testing.T, c Config, r *resource.Resource) map[string]*recorder {
-	s := newSuite(t, c, r)
-	out := map[string]*recorder{}
-	for _, ch := range checks {
-		rec := &recorder{TB: t}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			ch.run(rec, s)
-		}()
-		<-done
-		out[ch.name] = rec
-	}
-	return out
+// forget is a registry middleware that forgets which tenant asked and
+// answers every request as the suite's own tenant, as a list or get
+// without its tenant condition would.
+func forget(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ten, _ := tenancy.FromContext(r.Context())
+		ten.OrganizationID = orgA
+		if ten.BranchID != "" {
+			ten.BranchID = a1
+		}
+		next.ServeHTTP(w, r.WithContext(tenancy.NewContext(r.Context(), ten)))
+	})
 }
 
 // TestResourceFailsOnBrokenTenancy checks that the suite catches a
-// registry that serves another tenant's records: its middleware forgets
-// which tenant asked and answers every request as the suite's own tenant,
-// as a list or get without its tenant condition would.
+// registry that serves another tenant's records: its middleware (forget)
+// forgets which tenant asked. On a good registry every part of the suite
+// passes; on the broken one isolation fails and every other part passes.
+//
+// TestResource fails the test it is given, so the suite runs in child
+// processes of the test binary (this test again, told by envRegistry which
+// registry to test), and the test reads from their -test.v output which
+// parts passed and which failed.
 func TestResourceFailsOnBrokenTenancy(t *testing.T) {
-	t.Parallel()
-	forget := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ten, _ := tenancy.FromContext(r.Context())
-			ten.OrganizationID = orgA
-			if ten.BranchID != "" {
-				ten.BranchID = a1
-			}
-			next.ServeHTTP(w, r.WithContext(tenancy.NewContext(r.Context(), ten)))
-		})
+	if which := os.Getenv(envRegistry); which != "" {
+		var mw func(http.Handler) http.Handler
+		if which == "broken" {
+			mw = forget
+		}
+		c := newConfig(t, mw)
+		for _, r := range c.Registry.Resources() {
+			t.Run(r.Name, func(t *testing.T) { resourcetest.TestResource(t, c, r) })
+		}
+		return
 	}
-	good, broken := newConfig(t, nil), newConfig(t, forget)
+	t.Parallel()
+	good, goodErr := runSuite(t, "good")
+	require.NoError(t, goodErr, "the suite fails on a good registry")
+	broken, brokenErr := runSuite(t, "broken")
+	require.Error(t, brokenErr, "the suite passes on a registry that ignores the tenant")
 	for _, r := range resources() {
 		t.Run(r.Name, func(t *testing.T) {
-			for name, rec := range runChecks(t, good, good.Registry.Resource(r.Name)) {
-				assert.Empty(t, rec.failures, "%s fails on a good registry", name)
-			}
-			for name, rec := range runChecks(t, broken, broken.Registry.Resource(r.Name)) {
-				if name == "isolation" {
-					assert.NotEmpty(t, rec.failures, "isolation passes on a registry that ignores the tenant")
+			for _, part := range parts {
+				name := r.Name + "/" + part
+				assert.Equal(t, "PASS", good[name], "%s fails on a good registry", part)
+				if part == "isolation" {
+					assert.Equal(t, "FAIL", broken[name], "isolation passes on a registry that ignores the tenant")
 					continue
 				}
-				assert.Empty(t, rec.failures, "%s fails", name)
+				assert.Equal(t, "PASS", broken[name], "%s fails", part)
 			}
 		})
 	}
+	for name := range broken {
+		if _, part, ok := strings.Cut(name, "/"); ok {
+			assert.Contains(t, parts, part, "a part of the suite that this test does not know")
+		}
+	}
+}
+
+// testResult is a result line of go test -v: a (sub)test's name after the
+// top-level test and whether it passed.
+var testResult = regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): TestResourceFailsOnBrokenTenancy/(\S+) \(`)
+
+// runSuite runs TestResourceFailsOnBrokenTenancy in a child process with
+// the registry which ("good" or "broken") and returns the result of each of
+// its subtests ("PASS", "FAIL" or "SKIP"), by name ("widgets/isolation"), and
+// the child's exit error (nil when it passed).
+func runSuite(t *testing.T, which string) (map[string]string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestResourceFailsOnBrokenTenancy$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), envRegistry+"="+which)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("run the suite on the %s registry: %v", which, err)
+	}
+	results := map[string]string{}
+	for _, m := range testResult.FindAllStringSubmatch(string(out), -1) {
+		results[m[2]] = m[1]
+	}
+	require.NotEmpty(t, results, "the child process on the %s registry ran no subtest:\n%s", which, out)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the suite on the %s registry:\n%s", which, out)
+		}
+	})
+	return results, err
 }
 
 // TestMain runs the tests with testdb.Main, which says how many skipped for want of

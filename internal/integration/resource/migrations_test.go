@@ -1,9 +1,10 @@
-package resource
+package resource_test
 
 import (
 	"context"
 	"database/sql"
 	"io/fs"
+	"os"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -16,6 +17,14 @@ import (
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
+)
+
+// The registry's own migrations as package resource embeds them, read from
+// its directory, and the table in which Registry.Migrate records them.
+var (
+	resourceMigrations = os.DirFS("../../../resource")
+	migrationsTable    = "waybill_resource_migrations"
 )
 
 // The migration that makes idempotency keys per user keeps the keys stored
@@ -38,7 +47,7 @@ func TestMigrateKeysPerUser(t *testing.T) {
 			db := b.open(t)
 			d := b.dialect
 			dir := "migrations/" + d.String()
-			first, err := fs.ReadFile(migrations, dir+"/0001_idempotency.sql")
+			first, err := fs.ReadFile(resourceMigrations, dir+"/0001_idempotency.sql")
 			require.NoError(t, err)
 			_, err = migrate.Apply(ctx, db, d, fstest.MapFS{dir + "/0001_idempotency.sql": {Data: first}}, dir, migrationsTable)
 			require.NoError(t, err)
@@ -50,10 +59,15 @@ func TestMigrateKeysPerUser(t *testing.T) {
 			_, err = db.ExecContext(ctx, text, args...)
 			require.NoError(t, err)
 
-			g := &Registry{DB: db, Dialect: d}
-			require.NoError(t, g.Migrate(ctx))
+			g := &resource.Registry{DB: db, Dialect: d}
+			require.NoError(t, g.Migrate(ctx), "the registry takes the first migration as applied, in its table")
 			require.NoError(t, g.Migrate(ctx), "migrating again changes nothing")
-			store := g.idempotencyStore()
+			files, err := fs.ReadDir(resourceMigrations, dir)
+			require.NoError(t, err)
+			var versions int
+			require.NoError(t, db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+migrationsTable).Scan(&versions))
+			assert.Equal(t, len(files), versions, "%s records every migration of the registry", migrationsTable)
+			store := idempotency.Store{Dialect: d} // the registry's store: its IdempotencyTTL and Now, both zero
 			app := idempotency.Owner{OrganizationID: "org-1", ClientID: "client-1"}
 			kept, err := store.Lookup(ctx, db, app, "k1")
 			require.NoError(t, err)

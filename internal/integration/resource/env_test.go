@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/internal/apitest"
+	"github.com/waybillhq/waybill/internal/apitest/fixture"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
-	"github.com/waybillhq/waybill/tenancy"
 )
 
 // Tenants of the tests: organization A with branches A1 and A2,
@@ -78,66 +78,9 @@ CREATE VIEW api_branches AS SELECT id, organization_id, name,
 	'2026-01-01T00:00:00.000000Z' AS created_at, '2026-01-01T00:00:00.000000Z' AS updated_at FROM branches;
 `
 
-// testResources declares the resources of the tests.
-func testResources() []*resource.Resource {
-	return []*resource.Resource{
-		{
-			Name: "accounts", ScopeType: tenancy.Branch,
-			Fields: []resource.Field{
-				{Name: "company_name", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true, MaxLength: 200},
-				{Name: "email", Type: query.String, Create: true, Update: true, Nullable: true, Filter: true},
-				{Name: "account_type", Type: query.Enum, Values: []string{"customer", "carrier"}, Create: true, Update: true, Required: true, Filter: true, Sort: true},
-				{Name: "status", Type: query.Enum, Values: []string{"active", "inactive", "blocked"}, Create: true, Update: true, Filter: true, Sort: true},
-				{Name: "comment", Type: query.String, Create: true, Update: true, Nullable: true, Filter: true},
-			},
-			Hooks: resource.Hooks{BeforeCreate: func(_ context.Context, _ *sql.Tx, w *resource.Write) error {
-				if w.Changes["status"] == nil {
-					w.Changes["status"] = "active"
-				}
-				return nil
-			}},
-		},
-		{
-			Name: "quotations", ScopeType: tenancy.Branch,
-			Fields: []resource.Field{
-				{Name: "quotation_number", Type: query.String, Filter: true, Sort: true},
-				{Name: "account_id", Type: query.UUID, References: "accounts", Create: true, Update: true, Required: true, Filter: true, Sort: true},
-				{Name: "quotation_date", Type: query.Date, Create: true, Update: true, Required: true, Filter: true, Sort: true},
-				{Name: "valid_until", Type: query.Date, Create: true, Update: true, Required: true, Filter: true, Sort: true},
-				{Name: "status", Type: query.Enum, Values: []string{"draft", "sent", "accepted", "rejected", "expired", "cancelled"}, Create: true, Update: true, Filter: true, Sort: true},
-				{Name: "total_weight_kg", Type: query.Number, Create: true, Update: true, Nullable: true, Min: resource.Bound(0), Filter: true, Sort: true},
-				{Name: "total_packages", Type: query.Integer, Create: true, Update: true, Nullable: true, Min: resource.Bound(0), Filter: true, Sort: true},
-			},
-			Hooks: resource.Combine(
-				resource.StatusFlow("status", "draft", map[string][]string{
-					"draft": {"sent", "accepted", "rejected", "cancelled"},
-					"sent":  {"accepted", "rejected", "expired", "cancelled"},
-				}),
-				resource.Hooks{BeforeCreate: func(_ context.Context, _ *sql.Tx, w *resource.Write) error {
-					w.Changes["quotation_number"] = "Q-" + strings.ToUpper(w.Tenant.BranchID[:4])
-					return nil
-				}},
-			),
-		},
-		{
-			Name: "vehicles", ScopeType: tenancy.Organization,
-			Fields: []resource.Field{
-				{Name: "plate", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
-				{Name: "active", Type: query.Boolean, Create: true, Update: true, Required: true, Filter: true},
-			},
-		},
-		{
-			Name: "zones", ScopeType: tenancy.BranchOrNull,
-			Fields: []resource.Field{
-				{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
-			},
-		},
-		{
-			Name: "branches", Table: "api_branches", ScopeType: tenancy.Organization, ReadOnly: true,
-			Fields: []resource.Field{{Name: "name", Type: query.String, Filter: true, Sort: true}},
-		},
-	}
-}
+// testResources declares the resources of the tests, the same that the
+// tests beside package resource describe in OpenAPI documents.
+func testResources() []*resource.Resource { return fixture.Resources() }
 
 // env is a registry of the test resources on a real database, served over
 // HTTP, with tokens of every kind.
