@@ -65,12 +65,12 @@ func TestBrowserConsentFlow(t *testing.T) {
 	)
 	store := sqlstore.New(testdb.SQLite(t), query.SQLite)
 	require.NoError(t, store.Migrate(t.Context()))
-	dir := &directory{users: map[string]directoryUser{
+	people := &directory{users: map[string]directoryUser{
 		"alice@example.com": {User: oauth.User{ID: alice, Email: "alice@example.com"}, password: password,
 			memberships: []oauth.Membership{{OrganizationID: acme, Name: "Acme Logistics"}, {OrganizationID: globex, Name: "Globex Freight"}}},
 	}}
 	srv := &oauth.Server{Issuer: "https://tms.example", Keys: mustKeySet(t, bearer.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}),
-		Store: store, Directory: dir, Logger: slog.New(slog.DiscardHandler)}
+		Store: store, Directory: people, Logger: slog.New(slog.DiscardHandler)}
 	mux := http.NewServeMux()
 	srv.Mount(mux)
 	ts := httptest.NewServer(mux)
