@@ -1,58 +1,24 @@
 package oauth_test
 
 import (
-	"context"
-	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
-
-	"golang.org/x/oauth2/clientcredentials"
-	_ "modernc.org/sqlite"
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
-	"github.com/waybillhq/waybill/oauth/sqlstore"
-	"github.com/waybillhq/waybill/query"
 )
 
-// users is the host application's directory; this example has no users,
-// only an organization with one branch.
-type users struct{}
-
-func (users) Authenticate(context.Context, string, string) (oauth.User, error) {
-	return oauth.User{}, oauth.ErrBadCredentials
-}
-func (users) Memberships(context.Context, string) ([]oauth.Membership, error) { return nil, nil }
-func (users) Branches(context.Context, string) ([]string, error) {
-	return []string{"5c0b4f2e-0000-4000-8000-0000000000b1"}, nil
-}
-
-// A token service on SQLite: register an app, then let the standard Go
-// client get a client-credentials token and a resource server verify it.
+// A Server serves its RFC 8414 metadata, which tells clients where its
+// endpoints are and what it supports, and the JSON Web Key Set that
+// resource servers verify its ES256 tokens against. Issuing tokens also
+// takes a Store (package sqlstore keeps one in PostgreSQL or SQLite) and a
+// Directory of the host's users; see the package documentation.
 func Example() {
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "oauth-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", filepath.Join(dir, "oauth.db")+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-
-	store := sqlstore.New(db, query.SQLite)
-	if err := store.Migrate(ctx); err != nil {
-		log.Fatal(err)
-	}
-	key, err := store.SigningKey(ctx) // generated once, kept in the database
+	key, err := bearer.GenerateKeyFor(bearer.ES256)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,37 +26,44 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	srv := &oauth.Server{Issuer: "https://tms.example.com", Keys: keys, Paths: oauth.Paths{Token: "/oauth2/token"}}
+	h := srv.Handler()
 
-	srv := &oauth.Server{Keys: keys, Store: store, Directory: users{}}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	srv.Issuer = ts.URL
-
-	app, secret, err := srv.RegisterApp(ctx, oauth.NewApp{
-		OrganizationID: "5c0b4f2e-0000-4000-8000-000000000001",
-		Name:           "Nightly Sync",
-		Scopes:         []string{"svc:orders:read", "svc:accounts:read"},
-		BranchIDs:      []string{"5c0b4f2e-0000-4000-8000-0000000000b1"},
-	})
-	if err != nil {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.PathMetadata, nil))
+	var metadata struct {
+		Issuer        string   `json:"issuer"`
+		TokenEndpoint string   `json:"token_endpoint"`
+		JWKSURI       string   `json:"jwks_uri"`
+		GrantTypes    []string `json:"grant_types_supported"`
+		PKCEMethods   []string `json:"code_challenge_methods_supported"`
+	}
+	if err := json.NewDecoder(rec.Body).Decode(&metadata); err != nil {
 		log.Fatal(err)
 	}
+	fmt.Println(metadata.Issuer)
+	fmt.Println(metadata.TokenEndpoint)
+	fmt.Println(metadata.JWKSURI)
+	fmt.Println(metadata.GrantTypes, metadata.PKCEMethods)
 
-	client := clientcredentials.Config{
-		ClientID: app.ClientID, ClientSecret: secret,
-		TokenURL: ts.URL + oauth.PathToken, Scopes: []string{"svc:orders:read"},
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.PathJWKS, nil))
+	var jwks struct {
+		Keys []struct {
+			KeyID     string `json:"kid"`
+			Algorithm string `json:"alg"`
+		} `json:"keys"`
 	}
-	tok, err := client.Token(ctx)
-	if err != nil {
+	if err := json.NewDecoder(rec.Body).Decode(&jwks); err != nil {
 		log.Fatal(err)
 	}
-
-	claims, err := (&bearer.Verifier{Keys: keys, Issuer: ts.URL}).Verify(ctx, tok.AccessToken)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(claims.AppName, strings.Join(claims.Scopes, " "), claims.BranchIDs)
-	// Output: Nightly Sync svc:orders:read [5c0b4f2e-0000-4000-8000-0000000000b1]
+	fmt.Println(len(jwks.Keys), jwks.Keys[0].KeyID == key.ID, jwks.Keys[0].Algorithm)
+	// Output:
+	// https://tms.example.com
+	// https://tms.example.com/oauth2/token
+	// https://tms.example.com/.well-known/jwks.json
+	// [authorization_code refresh_token client_credentials] [S256]
+	// 1 true ES256
 }
 
 // Scopes are described in words on the consent page.

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/oauthtest"
@@ -16,7 +15,11 @@ import (
 
 // A store proves itself from its own tests: a test function hands TestStore
 // a constructor that returns a new, empty, migrated store for every
-// subtest. Here the store is sqlstore on a SQLite file of its own.
+// subtest. Here the store is sqlstore on a SQLite file of its own; the test
+// file imports a SQLite driver, such as modernc.org/sqlite, which registers
+// "sqlite":
+//
+//	import _ "modernc.org/sqlite"
 func ExampleTestStore() {
 	testSQLiteStore := func(t *testing.T) { // func TestSQLiteStore(t *testing.T) in a _test.go file
 		oauthtest.TestStore(t, func(t *testing.T) oauth.Store {

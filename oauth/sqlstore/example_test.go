@@ -1,5 +1,9 @@
 package sqlstore_test
 
+// These examples are compiled, not run: they need a database and its
+// driver, which this package leaves to the caller. The same code runs, with
+// its output checked, on SQLite in the package's integration tests.
+
 import (
 	"bytes"
 	"context"
@@ -7,10 +11,6 @@ import (
 	"database/sql"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
-
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
@@ -18,15 +18,12 @@ import (
 )
 
 // A store on a SQLite file: migrate it, register an app and read it back.
+// The program imports a SQLite driver, such as modernc.org/sqlite, which
+// registers "sqlite":
+//
+//	import _ "modernc.org/sqlite"
 func Example() {
-	dir, err := os.MkdirTemp("", "sqlstore-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-
-	dsn := filepath.Join(dir, "oauth.db") + "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", "oauth.db?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -58,7 +55,65 @@ func Example() {
 	}
 	fmt.Println(app.Name, app.Scopes, app.BranchIDs, len(app.RedirectURIs))
 	fmt.Println(bytes.Equal(app.SecretHash, secretHash[:]))
-	// Output:
+	// It prints:
 	// Dispatch board [svc:orders:read svc:shipments:read] [] 1
 	// true
+}
+
+// The signing key encrypted at rest under a secrets key, then the secrets
+// key rotated: the new key with the old one as previous, ReencryptKeys,
+// and the new key alone.
+func ExampleStore_WithSealer() {
+	db, err := sql.Open("sqlite", "oauth.db?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+
+	// Secrets keys come from the operator: openssl rand -base64 32.
+	oldKey, err := oauth.ParseSecretsKey("Vo7vAPdb0Yb8RZ6QmIBn8Y0uYzmbVUaJ8hSb5fQeCdI=")
+	if err != nil {
+		log.Fatal(err)
+	}
+	newKey, err := oauth.ParseSecretsKey("sJkTNdD2sFq8P0ltp4yTnDgmvPX3Hw9hZ7bC0m4YH4A=")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	sealer, err := oauth.NewSealer(oldKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	store := sqlstore.New(db, query.SQLite).WithSealer(sealer)
+	if err := store.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	key, err := store.SigningKey(ctx) // generated, and stored encrypted
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	rotating, err := oauth.NewSealer(newKey, oldKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	n, err := store.WithSealer(rotating).ReencryptKeys(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("reencrypted:", n)
+
+	onlyNew, err := oauth.NewSealer(newKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	again, err := store.WithSealer(onlyNew).SigningKey(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("same key:", again.ID == key.ID && string(again.Secret) == string(key.Secret))
+	// It prints:
+	// reencrypted: 1
+	// same key: true
 }

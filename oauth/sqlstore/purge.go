@@ -23,16 +23,30 @@ var _ oauth.Purger = (*Store)(nil)
 // left; the grants given before before.Authorized.
 //
 // Each statement runs on its own, outside any transaction, and deletes at
-// most a batch of rows chosen by a subquery; Purge repeats it until a batch
-// comes back short. It keeps no session state, so it works through a
-// transaction-pooling PgBouncer. On PostgreSQL the subquery locks the rows
-// it picks with FOR UPDATE SKIP LOCKED: purges running at once on several
-// replicas share the work instead of waiting for each other, and a row
-// that a token rotation holds is left for the next purge. A family is
-// deleted only when no token of it is left, so that a token saved in it
-// meanwhile is never left without its revocation.
+// most a batch of rows (see WithPurgeBatch) chosen by a subquery; Purge
+// repeats it until a batch comes back short. It keeps no session state, so
+// it works through a transaction-pooling PgBouncer. On PostgreSQL the
+// subquery locks the rows it picks with FOR UPDATE SKIP LOCKED: purges
+// running at once on several replicas share the work instead of waiting
+// for each other, and a row that a token rotation holds is left for the
+// next purge. A family is deleted only when no token of it is left, so
+// that a token saved in it meanwhile is never left without its revocation.
 func (s *Store) Purge(ctx context.Context, before oauth.PurgeBefore) (oauth.PurgeResult, error) {
-	return s.purge(ctx, before, defaultPurgeBatch)
+	batch := defaultPurgeBatch
+	if s.purgeBatch > 0 {
+		batch = s.purgeBatch
+	}
+	return s.purge(ctx, before, batch)
+}
+
+// WithPurgeBatch returns a copy of s whose Purge deletes at most n rows
+// per statement instead of 1000: fewer to hold each statement's locks for
+// less time, more to clear a large backlog in fewer statements. An n below
+// 1 keeps the default.
+func (s *Store) WithPurgeBatch(n int) *Store {
+	c := *s
+	c.purgeBatch = n
+	return &c
 }
 
 // purge is Purge with batches of batch rows.

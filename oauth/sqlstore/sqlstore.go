@@ -57,6 +57,9 @@ type Store struct {
 	dialect query.Dialect
 	sealer  *oauth.Sealer // encrypts the signing key at rest; nil: plain text
 	uses    *useLog       // when RecordAppUse last wrote each app's use
+	// purgeBatch is how many rows a statement of Purge deletes at most;
+	// 0: defaultPurgeBatch.
+	purgeBatch int
 }
 
 var _ oauth.Store = (*Store)(nil)

@@ -62,7 +62,7 @@ func TestPurgeBatches(t *testing.T) {
 			for _, batch := range []int{1, 4, 7, 100} {
 				s := newStore(t, dc.open(t), dc.dialect)
 				puBacklog(t, s, 7)
-				res, err := sqlstore.PurgeBatches(s, t.Context(), puBefore, batch)
+				res, err := s.WithPurgeBatch(batch).Purge(t.Context(), puBefore)
 				require.NoError(t, err)
 				assert.Equal(t, oauth.PurgeResult{Codes: 7, RefreshTokens: 7, Families: 7}, res, "batch %d", batch)
 				res, err = s.Purge(t.Context(), puBefore)
@@ -91,7 +91,7 @@ func TestPurgeReplicas(t *testing.T) {
 			for i, s := range stores {
 				wg.Go(func() {
 					var err error
-					results[i], err = sqlstore.PurgeBatches(s, t.Context(), puBefore, 5)
+					results[i], err = s.WithPurgeBatch(5).Purge(t.Context(), puBefore)
 					assert.NoError(t, err)
 				})
 			}

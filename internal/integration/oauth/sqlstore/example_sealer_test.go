@@ -13,10 +13,10 @@ import (
 	"github.com/waybillhq/waybill/query"
 )
 
-// The signing key encrypted at rest under a secrets key, then the secrets
-// key rotated: the new key with the old one as previous, ReencryptKeys,
-// and the new key alone.
-func ExampleStore_WithSealer() {
+// Store.WithSealer: the signing key encrypted at rest under a secrets key,
+// then the secrets key rotated: the new key with the old one as previous,
+// ReencryptKeys, and the new key alone.
+func Example_withSealer() {
 	dir, err := os.MkdirTemp("", "sqlstore-example")
 	if err != nil {
 		log.Fatal(err)

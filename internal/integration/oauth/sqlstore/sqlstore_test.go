@@ -25,6 +25,9 @@ import (
 // connections to have; testdb.SQLite sets the same.
 const sqlitePragmas = "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)"
 
+// migrationsDir is the directory of the migrations that sqlstore embeds.
+const migrationsDir = "../../../../oauth/sqlstore/migrations"
+
 // dialects are the databases every test runs on: how to open a database of
 // its own for a test, and how to open several pools on one shared database,
 // as replicas of a service do.
@@ -96,7 +99,7 @@ func TestMigrateTwice(t *testing.T) {
 			app, err := s.App(t.Context(), "c1")
 			require.NoError(t, err, "the second Migrate lost data")
 			assert.Equal(t, "App", app.Name)
-			files, err := os.ReadDir(filepath.Join("migrations", dc.dialect.String()))
+			files, err := os.ReadDir(filepath.Join(migrationsDir, dc.dialect.String()))
 			require.NoError(t, err)
 			var n int
 			require.NoError(t, db.QueryRowContext(t.Context(), "SELECT count(*) FROM oauth_schema_migrations").Scan(&n))

@@ -1,12 +1,16 @@
-package oauth
+package oauth_test
 
 // A real browser through the authorization-code flow: Debian's Chromium,
 // headless, driven with chromedp against an httptest server, the way a
-// person signs in and answers the consent page.
+// person signs in and answers the consent page. The server is the one
+// Server.Mount serves, on sqlstore over SQLite.
 
 import (
 	"context"
+	"crypto/sha256"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,6 +20,12 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/internal/testdb"
+	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/oauth/sqlstore"
+	"github.com/waybillhq/waybill/query"
 )
 
 // chromiumPath is where Debian's chromium package puts the browser;
@@ -45,24 +55,46 @@ func TestBrowserConsentFlow(t *testing.T) {
 		t.Skipf("%s is missing, so the browser test cannot run; install it with apt-get install chromium", chromiumPath)
 	}
 
-	f := newConsentFixture(t)
+	// Alice belongs to two organizations, and the app is Acme's.
+	const (
+		alice    = "0b000000-0000-4000-8000-0000000000c1"
+		acme     = "0b000000-0000-4000-8000-0000000000c2"
+		globex   = "0b000000-0000-4000-8000-0000000000c3"
+		password = "correct horse battery staple"
+		verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+	)
+	store := sqlstore.New(testdb.SQLite(t), query.SQLite)
+	require.NoError(t, store.Migrate(t.Context()))
+	people := &directory{users: map[string]directoryUser{
+		"alice@example.com": {User: oauth.User{ID: alice, Email: "alice@example.com"}, password: password,
+			memberships: []oauth.Membership{{OrganizationID: acme, Name: "Acme Logistics"}, {OrganizationID: globex, Name: "Globex Freight"}}},
+	}}
+	srv := &oauth.Server{Issuer: "https://tms.example", Keys: mustKeySet(t, bearer.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}),
+		Store: store, Directory: people, Logger: slog.New(slog.DiscardHandler)}
+	mux := http.NewServeMux()
+	srv.Mount(mux)
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+
 	// The app's redirect URI is a handler on the same server, which
 	// records what the browser brings back.
-	redirectURI := f.http.URL + "/callback"
-	require.NoError(t, f.store.CreateApp(t.Context(), &App{
-		ID: "app-browser", ClientID: "client-browser", Name: "Dispatch Board", OrganizationID: consentAcme,
+	redirectURI := ts.URL + "/callback"
+	require.NoError(t, store.CreateApp(t.Context(), &oauth.App{
+		ID: "0b000000-0000-4000-8000-0000000000c4", ClientID: "client-browser", Name: "Dispatch Board", OrganizationID: acme,
 		Scopes: []string{"svc:orders:read", "svc:shipments:write"}, RedirectURIs: []string{redirectURI},
 	}))
 	callbacks := make(chan url.Values, 4)
-	f.mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
 		callbacks <- r.URL.Query()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = w.Write([]byte("<!doctype html><title>Dispatch Board</title><p>Back at the app.</p>"))
 	})
 	request := func(state string) string {
-		req := validRequest()
-		req.ClientID, req.RedirectURI, req.State = "client-browser", redirectURI, state
-		return f.http.URL + defaultPaths.authorizeURL(req)
+		return ts.URL + oauth.PathAuthorize + "?" + url.Values{
+			"client_id": {"client-browser"}, "redirect_uri": {redirectURI}, "response_type": {"code"},
+			"code_challenge": {oauth.S256Challenge(verifier)}, "code_challenge_method": {"S256"},
+			"scope": {"svc:orders:read svc:shipments:write"}, "state": {state},
+		}.Encode()
 	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -120,7 +152,7 @@ func TestBrowserConsentFlow(t *testing.T) {
 			chromedp.WaitVisible(emailField),
 			screenshot("login"),
 			chromedp.SendKeys(emailField, "alice@example.com"),
-			chromedp.SendKeys(passwordField, consentPassword),
+			chromedp.SendKeys(passwordField, password),
 			chromedp.Click(signInButton),
 			chromedp.WaitVisible(orgSelect),
 		))
@@ -136,7 +168,7 @@ func TestBrowserConsentFlow(t *testing.T) {
 		))
 		chosen, err := chromedp.Run(browser, chromedp.Value(orgSelect))
 		require.NoError(t, err)
-		require.Equal(t, consentGlobex, chosen)
+		require.Equal(t, globex, chosen)
 		require.NoError(t, chromedp.Do(browser, chromedp.Click(approveButton)))
 
 		q := callback(t)
@@ -144,10 +176,11 @@ func TestBrowserConsentFlow(t *testing.T) {
 		assert.False(t, q.Has("error"), "error=%s: %s", q.Get("error"), q.Get("error_description"))
 		code := q.Get("code")
 		require.NotEmpty(t, code)
-		stored := f.store.codeFor(code)
-		require.NotNil(t, stored)
-		assert.Equal(t, consentAlice, stored.UserID)
-		assert.Equal(t, consentGlobex, stored.OrganizationID)
+		hash := sha256.Sum256([]byte(code)) // the store keeps a code's SHA-256
+		stored, err := store.Code(t.Context(), hash[:])
+		require.NoError(t, err)
+		assert.Equal(t, alice, stored.UserID)
+		assert.Equal(t, globex, stored.OrganizationID)
 		assert.Equal(t, "client-browser", stored.ClientID)
 		assert.Equal(t, redirectURI, stored.RedirectURI)
 	})
