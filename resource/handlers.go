@@ -59,7 +59,7 @@ func tenant(r *http.Request) tenancy.Tenant {
 // get is GET {prefix}/{scopeId}/{resource}/{id}.
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
-	id, ok := canonicalID(r.PathValue("id"))
+	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
 		h.registry.errors().Write(w, r, h.notFound())
 		return
@@ -178,7 +178,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 // update is PATCH {prefix}/{scopeId}/{resource}/{id}.
 func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
-	id, ok := canonicalID(r.PathValue("id"))
+	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
 		h.registry.errors().Write(w, r, h.notFound())
 		return
@@ -248,7 +248,7 @@ func (h *handlers) applyUpdate(ctx context.Context, tx *sql.Tx, t tenancy.Tenant
 // delete is DELETE {prefix}/{scopeId}/{resource}/{id}.
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
-	id, ok := canonicalID(r.PathValue("id"))
+	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
 		h.registry.errors().Write(w, r, h.notFound())
 		return
@@ -637,16 +637,6 @@ func writeError(err error, refuse func(string, ...any) *apierrors.Error) error {
 		return refuse("a value is out of range for its field")
 	}
 	return apierrors.Internal(err)
-}
-
-// canonicalID returns a path id in the lower-case form ids are stored in,
-// if it is a UUID.
-func canonicalID(s string) (string, bool) {
-	v, err := (&query.Field{Type: query.UUID}).ParseValue(s)
-	if err != nil {
-		return "", false
-	}
-	return v.(string), true
 }
 
 // newID returns the id of a new record: a UUID version 7, whose
