@@ -77,13 +77,13 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 // with the stored record for an If-Match that names another version; else
 // err as refuse judges it (see writeError).
 func (h *handlers) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) {
-	var stale *staleRecord
+	var stale *conditional.Stale
 	var rep *idempotency.Replayed
 	switch {
 	case errors.As(err, &rep):
 		h.replay(w, r, idempotentOf(r), rep.Answer)
 	case errors.As(err, &stale):
-		h.writeStale(w, stale)
+		writeStale(w, stale)
 	default:
 		h.registry.errors().Write(w, r, writeError(err, refuse))
 	}
@@ -298,7 +298,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 // selected and locked: the common part of PATCH and DELETE of r. coversAll
 // is what mayWrite found; an organization-wide record that the token may
 // not change is 403, no such record 404, and an If-Match that names another
-// version of the record a *staleRecord.
+// version of the record a *conditional.Stale.
 func (h *handlers) change(r *http.Request, t tenancy.Tenant, id string, coversAll bool, f func(tx *sql.Tx, current []any) error) error {
 	ctx := r.Context()
 	return h.inTx(ctx, func(tx *sql.Tx) error {

@@ -174,57 +174,29 @@ func send(w http.ResponseWriter, ans *idempotency.Answer) {
 	_, _ = w.Write(append(ans.Body, '\n'))
 }
 
-// staleEndpoint is the error of a PATCH or DELETE whose If-Match names
-// another version of the endpoint: it holds the endpoint as stored, as
-// JSON, and its ETag.
-type staleEndpoint struct {
-	current []byte
-	etag    string
-}
-
-func (*staleEndpoint) Error() string {
-	return "webhook: If-Match names another version of the endpoint"
-}
-
-// checkIfMatch returns a *staleEndpoint when r's If-Match does not name the
-// ETag of ep, the endpoint as stored and locked.
+// checkIfMatch returns a *conditional.Stale when r's If-Match does not
+// name the ETag of ep, the endpoint as stored and locked.
 func checkIfMatch(r *http.Request, ep *endpointView) error {
-	l, ok := conditional.IfMatch(r)
-	if !ok {
+	if _, ok := conditional.IfMatch(r); !ok {
 		return nil
 	}
 	data, err := json.Marshal(ep)
 	if err != nil {
 		return apierrors.Internal(err)
 	}
-	etag := conditional.ETag(data)
-	if l.Matches(etag, false) {
-		return nil
-	}
-	return &staleEndpoint{current: data, etag: etag}
+	return conditional.CheckIfMatch(r, data)
 }
 
 // writeFailedWrite answers a write that err ended: the stored answer of
 // its Idempotency-Key, 412 with the endpoint as stored, or err.
 func (a *API) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error) {
-	var stale *staleEndpoint
+	var stale *conditional.Stale
 	var rep *idempotency.Replayed
 	switch {
 	case errors.As(err, &rep):
 		a.replay(w, r, keyedOf(r), rep.Answer)
 	case errors.As(err, &stale):
-		e := apierrors.PreconditionFailed("the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag")
-		body, err := json.Marshal(struct {
-			Error       string          `json:"error"`
-			Description string          `json:"error_description"`
-			Data        json.RawMessage `json:"data"`
-			Version     string          `json:"version"`
-		}{e.Code, e.Description, stale.current, apiVersion})
-		if err != nil {
-			a.errors().Write(w, r, apierrors.Internal(err))
-			return
-		}
-		send(w, &idempotency.Answer{Status: http.StatusPreconditionFailed, Headers: map[string]string{"ETag": stale.etag}, Body: body})
+		conditional.WriteStale(w, stale, "the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag", apiVersion)
 	default:
 		a.errors().Write(w, r, err)
 	}
