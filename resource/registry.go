@@ -18,8 +18,7 @@ import (
 const Version = "v1"
 
 // defaultPrefixes are the path prefixes the routes are mounted under when
-// Registry.Prefixes is nil:
-// /v1 and its alias /api/v1.
+// Registry.Prefixes is nil: /v1 and its alias /api/v1.
 var defaultPrefixes = []string{"/v1", "/api/v1"}
 
 // Registry holds the resources of an API and serves them. DB, Dialect,
