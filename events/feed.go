@@ -7,12 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/eventstore"
+	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -160,7 +160,7 @@ func (f *Feed) parseTypes(q *feedQuery, v string) error {
 		s = strings.TrimSpace(s)
 		p, ok := ParsePattern(s, names)
 		if !ok {
-			return apierrors.InvalidRequest("types: %q is not an event type (such as %s, or %s.* for all of its types)", truncate(s, 64), Type(names[0], Created), TypeName(names[0]))
+			return apierrors.InvalidRequest("types: %q is not an event type (such as %s, or %s.* for all of its types)", excerpt.Cut(s, 64), Type(names[0], Created), TypeName(names[0]))
 		}
 		switch prefix, wildcard := strings.CutSuffix(string(p), "*"); {
 		case p == "*":
@@ -174,18 +174,6 @@ func (f *Feed) parseTypes(q *feedQuery, v string) error {
 		}
 	}
 	return nil
-}
-
-// truncate returns s cut to at most n bytes, on a character boundary,
-// with "…" when it was cut: what an error may quote of a parameter.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // visible returns the condition on events that keeps those of q's types

@@ -17,7 +17,7 @@ const (
 )
 
 // OpenAPI returns the OpenAPI 3.1 description of the feed at its first
-// prefix, with the schema of its events (CloudEvent, which webhooks deliver
+// prefix (Registry.PathPrefixes; no path when it has none), with the schema of its events (CloudEvent, which webhooks deliver
 // too), for the host to merge into its document (resource.OpenAPIInfo
 // takes it in Sections). Its security scheme is "oauth2", which the
 // registry's document declares.
@@ -37,10 +37,11 @@ func (f *Feed) OpenAPI() *openapi.Document {
 	d.Components.Responses["ServerError"] = openapi.ServerErrorResponse()
 	d.Components.Responses["Unavailable"] = openapi.UnavailableResponse()
 
-	prefix := "/v1"
-	if ps := f.Registry.PathPrefixes(); len(ps) > 0 {
-		prefix = ps[0]
+	prefixes := f.Registry.PathPrefixes()
+	if len(prefixes) == 0 {
+		return d // mounted nowhere (see Mount): no path to describe
 	}
+	prefix := prefixes[0]
 	d.Paths[prefix+"/{scopeId}/events"] = &openapi.PathItem{Get: &openapi.Operation{
 		Tags: []string{oaTag}, Summary: "Follow the change feed", OperationID: "listEvents",
 		Description: "The events of the records the token may read, in commit order: a token needs `" + ReadScope + "` and sees the events of a resource only with that resource's read scope, " +

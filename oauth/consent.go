@@ -14,6 +14,7 @@ import (
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/httpbody"
 )
 
 // This file is the browser side of the authorization-code flow: the
@@ -326,10 +327,10 @@ func (s *Server) redirectLocal(w http.ResponseWriter, path string) {
 // failure it answers with an error page and returns false. Only the body
 // counts: parameters in the query string of a POST are ignored.
 func (s *Server) readForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
+	httpbody.Limit(w, r, maxRequestBytes)
 	if err := r.ParseForm(); err != nil {
 		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		if httpbody.TooLarge(err) {
 			status = http.StatusRequestEntityTooLarge
 		}
 		s.renderMessage(w, r, status, message{

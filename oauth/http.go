@@ -1,11 +1,10 @@
 package oauth
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,6 +12,8 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/conditional"
+	"github.com/waybillhq/waybill/internal/excerpt"
+	"github.com/waybillhq/waybill/internal/httpbody"
 )
 
 // The default paths of the endpoints: where the token service answers when
@@ -241,7 +242,7 @@ func (s *Server) token(r *http.Request, grants grantSet) (*Token, error) {
 		}
 		return s.Refresh(ctx, client.id, form.Get("refresh_token"))
 	}
-	return nil, apierrors.UnsupportedGrantType("grant_type %q is not supported", truncate(grant, 64))
+	return nil, apierrors.UnsupportedGrantType("grant_type %q is not supported", excerpt.Cut(grant, 64))
 }
 
 // tokenResponse is the JSON of a token response (RFC 6749 section 5.1,
@@ -301,16 +302,13 @@ func readClient(r *http.Request, form url.Values) (clientAuth, error) {
 // application/x-www-form-urlencoded or a JSON object of strings. A
 // parameter may appear once (RFC 6749 section 3.2).
 func readParams(r *http.Request) (url.Values, error) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil {
+	ct := httpbody.MediaType(r)
+	if ct == "" {
 		return nil, apierrors.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+	body, err := httpbody.Read(nil, r, maxRequestBytes)
 	if err != nil {
-		return nil, apierrors.InvalidRequest("the request body could not be read")
-	}
-	if len(body) > maxRequestBytes {
-		return nil, apierrors.PayloadTooLarge(maxRequestBytes)
+		return nil, err
 	}
 	return parseParams(ct, body)
 }
@@ -325,7 +323,7 @@ func parseParams(ct string, body []byte) (url.Values, error) {
 		}
 		for k, vs := range v {
 			if len(vs) > 1 {
-				return nil, apierrors.InvalidRequest("parameter %q is given more than once", truncate(k, 64))
+				return nil, apierrors.InvalidRequest("parameter %q is given more than once", excerpt.Cut(k, 64))
 			}
 		}
 		return v, nil
@@ -345,14 +343,14 @@ func parseParams(ct string, body []byte) (url.Values, error) {
 				for _, p := range val {
 					ps, ok := p.(string)
 					if !ok {
-						return nil, apierrors.InvalidRequest("parameter %q must be a string", truncate(k, 64))
+						return nil, apierrors.InvalidRequest("parameter %q must be a string", excerpt.Cut(k, 64))
 					}
 					parts = append(parts, ps)
 				}
 				v.Set(k, strings.Join(parts, " "))
 			case nil:
 			default:
-				return nil, apierrors.InvalidRequest("parameter %q must be a string", truncate(k, 64))
+				return nil, apierrors.InvalidRequest("parameter %q must be a string", excerpt.Cut(k, 64))
 			}
 		}
 		return v, nil
@@ -540,16 +538,17 @@ func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeJSON reads a JSON object body into v: Content-Type must be
-// application/json, unknown fields are refused.
+// application/json, the body at most maxRequestBytes (else 413), unknown
+// fields are refused.
 func decodeJSON(r *http.Request, v any) error {
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != "application/json" {
-		return apierrors.InvalidRequest("Content-Type must be application/json")
+	body, err := httpbody.JSON(nil, r, maxRequestBytes)
+	if err != nil {
+		return err
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxRequestBytes))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return apierrors.InvalidRequest("the body must be a JSON object of the documented fields: %s", truncate(err.Error(), 120))
+		return apierrors.InvalidRequest("the body must be a JSON object of the documented fields: %s", excerpt.Cut(err.Error(), 120))
 	}
 	return nil
 }
@@ -558,11 +557,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

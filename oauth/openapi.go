@@ -139,6 +139,7 @@ func (s *Server) oaAppPaths(d *openapi.Document, p Paths, shared func(string, fu
 	}, "Cache-Control")
 	register["400"] = openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, a body with unknown fields, no organization, name or scope, a malformed scope, a redirect URI that is not https, http on a loopback host or a private-use scheme, or that has a fragment, or a branch of another organization.",
 		oaErr(apierrors.CodeInvalidRequest, "at least one scope is required"))
+	register["413"] = shared("OAuthPayloadTooLarge", oaPayloadTooLarge)
 	d.Paths[p.Apps] = &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Register an app", OperationID: "registerApp",
 		Description: "Registers an OAuth app of an organization. Takes the product user token of an admin of that organization. The client secret is shown once in the response and stored only as a hash.",
@@ -151,6 +152,7 @@ func (s *Server) oaAppPaths(d *openapi.Document, p Paths, shared func(string, fu
 	rotate["200"] = openapi.WithHeaders(&openapi.Response{Description: "The new secret, shown this once; the old one stops working at once.", Content: openapi.JSON(openapi.SchemaRef("SecretRotation"))}, "Cache-Control")
 	rotate["400"] = openapi.ErrorResponse("`invalid_request`: a body that is not a JSON object of the documented fields.",
 		oaErr(apierrors.CodeInvalidRequest, "the body must be a JSON object of the documented fields"))
+	rotate["413"] = shared("OAuthPayloadTooLarge", oaPayloadTooLarge)
 	d.Paths[p.Apps+"/{client_id}/rotate-secret"] = &openapi.PathItem{
 		Parameters: []*openapi.Parameter{{Name: "client_id", In: "path", Required: true, Description: "The app's client id.", Schema: &openapi.Schema{Type: "string"}}},
 		Post: &openapi.Operation{

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/waybillhq/waybill/internal/excerpt"
 )
 
 // maxRedirectURILength is the longest redirect URI accepted, in bytes.
@@ -34,7 +36,7 @@ func CheckRedirectURI(raw string) error {
 		return errors.New("a redirect URI is empty")
 	}
 	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("redirect URI %q %s", truncate(raw, 200), fmt.Sprintf(format, args...))
+		return fmt.Errorf("redirect URI %q %s", excerpt.Cut(raw, 200), fmt.Sprintf(format, args...))
 	}
 	if len(raw) > maxRedirectURILength {
 		return refuse("is longer than %d bytes", maxRedirectURILength)

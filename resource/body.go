@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/excerpt"
+	"github.com/waybillhq/waybill/internal/httpbody"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -34,17 +35,9 @@ type member struct {
 // reading stops at the first refusal, which is returned. A body over
 // MaxBodyBytes is 413; anything else wrong is 400 invalid_request.
 func readObject(w http.ResponseWriter, r *http.Request, accept func(name string) error, maxMembers int) ([]member, error) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return nil, apierrors.InvalidRequest("Content-Type must be application/json")
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := httpbody.JSON(w, r, MaxBodyBytes)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, apierrors.PayloadTooLarge(MaxBodyBytes)
-		}
-		return nil, apierrors.InvalidRequest("the request body could not be read")
+		return nil, err
 	}
 	return decodeObject(body, accept, maxMembers)
 }
@@ -71,7 +64,7 @@ func decodeObject(body []byte, accept func(name string) error, maxMembers int) (
 		}
 		name := tok.(string) // inside an object every key is a string
 		if seen[name] {
-			return nil, apierrors.InvalidRequest("the body names %q twice", truncate(name, 64))
+			return nil, apierrors.InvalidRequest("the body names %q twice", excerpt.Cut(name, 64))
 		}
 		seen[name] = true
 		if accept != nil {
@@ -127,7 +120,7 @@ func (r *Resource) writableField(name string, create bool) (*Field, error) {
 	case name == OrganizationColumn || name == BranchColumn:
 		return nil, refuse("%s is set by the server and cannot be sent", name)
 	case f == nil:
-		return nil, refuse("unknown field %q; fields that may be sent: %s", truncate(name, 64), quoteList(r.writable(create)))
+		return nil, refuse("unknown field %q; fields that may be sent: %s", excerpt.Cut(name, 64), quoteList(r.writable(create)))
 	case create && !f.Create:
 		return nil, refuse("%s cannot be set on create; fields that may be sent: %s", name, quoteList(r.writable(true)))
 	case !create && !f.Update:
@@ -208,7 +201,7 @@ func (f *Field) decode(raw json.RawMessage) (any, error) {
 		if f.Type == query.Integer || f.Type == query.Number {
 			// A JSON number, shown as it was sent: not quoted as the
 			// filter value of query's message is.
-			return nil, errors.New(truncate(text, 64) + " is not " + typeWord(f.Type))
+			return nil, errors.New(excerpt.Cut(text, 64) + " is not " + typeWord(f.Type))
 		}
 		return nil, err
 	}
@@ -263,7 +256,7 @@ func wrongKind(raw json.RawMessage, want string) error {
 	default:
 		return errors.New("must be " + want)
 	}
-	return errors.New(truncate(string(raw), 64) + " is " + kind + ", not " + want)
+	return errors.New(excerpt.Cut(string(raw), 64) + " is " + kind + ", not " + want)
 }
 
 func toFloat(v any) float64 {
@@ -279,13 +272,3 @@ func toFloat(v any) float64 {
 func formatBound(f float64) string { return string(appendFloat(nil, f)) }
 
 func itoa(n int) string { return string(appendJSON(nil, int64(n))) }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}

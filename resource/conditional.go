@@ -26,32 +26,17 @@ import (
 // As RFC 9110 section 13.2.1 asks, preconditions are evaluated only for a
 // request that would otherwise succeed: an unknown id stays 404.
 
-// staleRecord is the error of a PATCH or DELETE whose If-Match names
-// another version of the record: it carries the record as stored, as JSON,
-// which the 412 answer shows, and its tag.
-type staleRecord struct {
-	record []byte
-	etag   string
-}
-
-func (e *staleRecord) Error() string { return "resource: If-Match names another version of the record" }
-
-// checkIfMatch returns a *staleRecord when r's If-Match does not name the
-// tag of current, the record as stored and locked.
+// checkIfMatch returns a *conditional.Stale when r's If-Match does not
+// name the tag of current, the record as stored and locked.
 func (h *handlers) checkIfMatch(r *http.Request, current []any) error {
-	l, ok := conditional.IfMatch(r)
-	if !ok {
+	if _, ok := conditional.IfMatch(r); !ok {
 		return nil
 	}
 	rec, err := h.appendRecord(nil, current)
 	if err != nil {
 		return apierrors.Internal(err)
 	}
-	etag := conditional.ETag(rec)
-	if l.Matches(etag, false) {
-		return nil
-	}
-	return &staleRecord{record: rec, etag: etag}
+	return conditional.CheckIfMatch(r, rec)
 }
 
 // requireIfMatch refuses a write without If-Match when the resource
@@ -65,17 +50,6 @@ func (h *handlers) requireIfMatch(r *http.Request) error {
 
 // writeStale answers a write refused by If-Match: 412 precondition_failed,
 // in the error shape, with the record as stored in data and its ETag.
-func (h *handlers) writeStale(w http.ResponseWriter, s *staleRecord) {
-	rec := s.record
-	e := apierrors.PreconditionFailed("the record has changed since the version If-Match names; nothing was changed. data holds the record as stored, ETag its version: apply your change to it and send again with that ETag")
-	buf := make([]byte, 0, len(rec)+256)
-	buf = append(buf, `{"error":`...)
-	buf = appendJSON(buf, e.Code)
-	buf = append(buf, `,"error_description":`...)
-	buf = appendJSON(buf, e.Description)
-	buf = append(buf, `,"data":`...)
-	buf = append(buf, rec...)
-	buf = append(buf, `,"version":"`+Version+`"}`...)
-	w.Header().Set("ETag", s.etag)
-	writeJSON(w, http.StatusPreconditionFailed, buf)
+func writeStale(w http.ResponseWriter, s *conditional.Stale) {
+	conditional.WriteStale(w, s, "the record has changed since the version If-Match names; nothing was changed. data holds the record as stored, ETag its version: apply your change to it and send again with that ETag", Version)
 }

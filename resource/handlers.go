@@ -59,7 +59,7 @@ func tenant(r *http.Request) tenancy.Tenant {
 // get is GET {prefix}/{scopeId}/{resource}/{id}.
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
-	id, ok := canonicalID(r.PathValue("id"))
+	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
 		h.registry.errors().Write(w, r, h.notFound())
 		return
@@ -77,13 +77,13 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 // with the stored record for an If-Match that names another version; else
 // err as refuse judges it (see writeError).
 func (h *handlers) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) {
-	var stale *staleRecord
+	var stale *conditional.Stale
 	var rep *idempotency.Replayed
 	switch {
 	case errors.As(err, &rep):
 		h.replay(w, r, idempotentOf(r), rep.Answer)
 	case errors.As(err, &stale):
-		h.writeStale(w, stale)
+		writeStale(w, stale)
 	default:
 		h.registry.errors().Write(w, r, writeError(err, refuse))
 	}
@@ -178,7 +178,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 // update is PATCH {prefix}/{scopeId}/{resource}/{id}.
 func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
-	id, ok := canonicalID(r.PathValue("id"))
+	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
 		h.registry.errors().Write(w, r, h.notFound())
 		return
@@ -248,7 +248,7 @@ func (h *handlers) applyUpdate(ctx context.Context, tx *sql.Tx, t tenancy.Tenant
 // delete is DELETE {prefix}/{scopeId}/{resource}/{id}.
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
-	id, ok := canonicalID(r.PathValue("id"))
+	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
 		h.registry.errors().Write(w, r, h.notFound())
 		return
@@ -298,7 +298,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 // selected and locked: the common part of PATCH and DELETE of r. coversAll
 // is what mayWrite found; an organization-wide record that the token may
 // not change is 403, no such record 404, and an If-Match that names another
-// version of the record a *staleRecord.
+// version of the record a *conditional.Stale.
 func (h *handlers) change(r *http.Request, t tenancy.Tenant, id string, coversAll bool, f func(tx *sql.Tx, current []any) error) error {
 	ctx := r.Context()
 	return h.inTx(ctx, func(tx *sql.Tx) error {
@@ -637,16 +637,6 @@ func writeError(err error, refuse func(string, ...any) *apierrors.Error) error {
 		return refuse("a value is out of range for its field")
 	}
 	return apierrors.Internal(err)
-}
-
-// canonicalID returns a path id in the lower-case form ids are stored in,
-// if it is a UUID.
-func canonicalID(s string) (string, bool) {
-	v, err := (&query.Field{Type: query.UUID}).ParseValue(s)
-	if err != nil {
-		return "", false
-	}
-	return v.(string), true
 }
 
 // newID returns the id of a new record: a UUID version 7, whose

@@ -9,7 +9,6 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
-	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/tenancy"
@@ -92,64 +91,33 @@ func (g *Registry) idempotencyStore() idempotency.Store {
 	return idempotency.Store{Dialect: g.Dialect, TTL: g.IdempotencyTTL, Now: g.now}
 }
 
-// idempotent is the Idempotency-Key of a request and what it asked.
-type idempotent struct {
-	key         string
-	fingerprint string
-}
-
-type idempotentKey struct{}
-
 // fingerprint is what a write asks: its method, resource, tenant, record
 // id and body.
 func fingerprint(r *http.Request, resource string, t tenancy.Tenant, body []byte) string {
 	return idempotency.Fingerprint(body, r.Method, resource, t.OrganizationID, t.BranchID, r.PathValue("id"))
 }
 
-// idempotency reads the Idempotency-Key of a POST or PATCH and hands it,
-// with the request's fingerprint, to the handler in the context; a key
-// that has a stored answer is answered here, without next (the handler).
-// It runs after the registry's Middleware. The body is read here and given
-// to next unchanged.
+// idempotency is the Idempotency-Key middleware of the resource's POST and
+// PATCH (see idempotency.Middleware). It runs after the registry's
+// Middleware.
 func (h *handlers) idempotency(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok, err := idempotency.Key(r)
-		if err != nil {
-			h.registry.errors().Write(w, r, err)
-			return
-		}
-		if !ok {
-			next.ServeHTTP(w, r)
-			return
-		}
-		body, err := idempotency.ReadBody(r, MaxBodyBytes)
-		if err != nil {
-			h.registry.errors().Write(w, r, err)
-			return
-		}
-		if len(body) > MaxBodyBytes {
-			next.ServeHTTP(w, r) // too large: the handler refuses it with 413
-			return
-		}
-		t := tenant(r)
-		idem := &idempotent{key: key, fingerprint: fingerprint(r, h.resource.Name, t, body)}
-		stored, err := h.registry.idempotencyStore().Lookup(r.Context(), h.db(), idempotency.OwnerOf(t), key)
-		if err != nil {
-			h.registry.errors().Write(w, r, apierrors.Internal(err))
-			return
-		}
-		if stored != nil {
-			h.replay(w, r, idem, stored)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), idempotentKey{}, idem)))
-	})
+	return idempotency.Middleware(idempotency.Options{
+		Limit: MaxBodyBytes,
+		Fingerprint: func(r *http.Request, body []byte) string {
+			return fingerprint(r, h.resource.Name, tenant(r), body)
+		},
+		Lookup: func(r *http.Request, key string) (*answer, error) {
+			return h.registry.idempotencyStore().Lookup(r.Context(), h.db(), idempotency.OwnerOf(tenant(r)), key)
+		},
+		Replay: h.replay,
+		Error:  func(w http.ResponseWriter, r *http.Request, err error) { h.registry.errors().Write(w, r, err) },
+	})(next)
 }
 
 // idempotentOf returns the Idempotency-Key of a request that the
 // idempotency middleware let through, or nil.
-func idempotentOf(r *http.Request) *idempotent {
-	idem, _ := r.Context().Value(idempotentKey{}).(*idempotent)
+func idempotentOf(r *http.Request) *idempotency.Keyed {
+	idem, _ := idempotency.FromContext(r.Context())
 	return idem
 }
 
@@ -164,15 +132,15 @@ func record(a *answer) []byte {
 
 // remember stores a, the answer of the write of tx, for idem (see
 // idempotency.Store.Remember).
-func (h *handlers) remember(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, idem *idempotent, a *answer) error {
-	a.Fingerprint = idem.fingerprint
-	return h.registry.idempotencyStore().Remember(ctx, tx, idempotency.OwnerOf(t), idem.key, a)
+func (h *handlers) remember(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, idem *idempotency.Keyed, a *answer) error {
+	a.Fingerprint = idem.Fingerprint
+	return h.registry.idempotencyStore().Remember(ctx, tx, idempotency.OwnerOf(t), idem.Key, a)
 }
 
 // replay answers with a stored answer when the request is the one it
 // answered, else with 422 idempotency_key_reused.
-func (h *handlers) replay(w http.ResponseWriter, r *http.Request, idem *idempotent, a *answer) {
-	if err := idempotency.Replay(w, idem.fingerprint, a); err != nil {
+func (h *handlers) replay(w http.ResponseWriter, r *http.Request, idem *idempotency.Keyed, a *answer) {
+	if err := idempotency.Replay(w, idem.Fingerprint, a); err != nil {
 		h.registry.errors().Write(w, r, err)
 	}
 }

@@ -17,8 +17,8 @@ import (
 // Version is the API version every envelope carries.
 const Version = "v1"
 
-// DefaultPrefixes are the path prefixes the routes are mounted under:
-// /v1 and its alias /api/v1.
+// defaultPrefixes are the path prefixes the routes are mounted under when
+// Registry.Prefixes is nil: /v1 and its alias /api/v1.
 var defaultPrefixes = []string{"/v1", "/api/v1"}
 
 // Registry holds the resources of an API and serves them. DB, Dialect,

@@ -79,7 +79,7 @@ func decodeCursor(s, status string) (*deliveryCursor, error) {
 	if err != nil {
 		return nil, bad
 	}
-	id, ok := canonicalUUID(parts[1])
+	id, ok := query.CanonicalUUID(parts[1])
 	if !ok {
 		return nil, bad
 	}
@@ -294,7 +294,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noDelivery := apierrors.NotFound("no delivery with this id")
-	deliveryID, ok := canonicalUUID(r.PathValue("delivery_id"))
+	deliveryID, ok := query.CanonicalUUID(r.PathValue("delivery_id"))
 	if !ok {
 		a.errors().Write(w, r, noDelivery)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/conditional"
 	"github.com/waybillhq/waybill/internal/eventstore"
+	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook/signature"
@@ -170,9 +171,9 @@ func (a *API) readEndpoint(w http.ResponseWriter, r *http.Request, create bool) 
 				return nil, refuse("branch_ids must name at least one branch, or be null for every branch")
 			}
 			for i, id := range ids {
-				c, ok := canonicalUUID(id)
+				c, ok := query.CanonicalUUID(id)
 				if !ok {
-					return nil, refuse("branch_ids: %q is not a branch of the organization", truncate(id, 64))
+					return nil, refuse("branch_ids: %q is not a branch of the organization", excerpt.Cut(id, 64))
 				}
 				ids[i] = c
 			}
@@ -202,7 +203,7 @@ func (a *API) parsePatterns(types []string, refuse refusal) ([]string, error) {
 	names := a.resourceNames()
 	for _, s := range types {
 		if _, ok := events.ParsePattern(s, names); !ok {
-			return nil, refuse("event_types: %q is not an event type: give <resource>.<change> (as quotation.created), <resource>.* or *", truncate(s, 64))
+			return nil, refuse("event_types: %q is not an event type: give <resource>.<change> (as quotation.created), <resource>.* or *", excerpt.Cut(s, 64))
 		}
 	}
 	return dedupe(types), nil
@@ -358,7 +359,7 @@ func (a *API) findEndpoint(ctx context.Context, q eventstore.Querier, org, id st
 
 // endpointID returns the {id} of r, canonical, or the 404.
 func endpointID(r *http.Request) (string, error) {
-	id, ok := canonicalUUID(r.PathValue("id"))
+	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
 		return "", errNoEndpoint()
 	}

@@ -3,10 +3,7 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"maps"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,6 +14,8 @@ import (
 	"github.com/google/uuid"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/excerpt"
+	"github.com/waybillhq/waybill/internal/httpbody"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -30,28 +29,20 @@ type refusal func(format string, args ...any) *apierrors.Error
 // readBody reads a request body that must be application/json, at most
 // MaxBodyBytes, and one JSON object whose member names are all in allowed.
 func readBody(w http.ResponseWriter, r *http.Request, allowed []string, refuse refusal) (map[string]json.RawMessage, error) {
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || ct != "application/json" {
-		return nil, apierrors.InvalidRequest("Content-Type must be application/json")
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := httpbody.JSON(w, r, MaxBodyBytes)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, apierrors.PayloadTooLarge(MaxBodyBytes)
-		}
-		return nil, apierrors.InvalidRequest("the request body could not be read")
+		return nil, err
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil || members == nil {
 		return nil, apierrors.InvalidRequest("the body must be one JSON object")
 	}
 	if name, ok := duplicate(body); ok {
-		return nil, apierrors.InvalidRequest("the body names %q twice", truncate(name, 64))
+		return nil, apierrors.InvalidRequest("the body names %q twice", excerpt.Cut(name, 64))
 	}
 	for _, name := range slices.Sorted(maps.Keys(members)) {
 		if !slices.Contains(allowed, name) {
-			return nil, refuse("the body may not set %q; it takes %s", truncate(name, 64), strings.Join(allowed, ", "))
+			return nil, refuse("the body may not set %q; it takes %s", excerpt.Cut(name, 64), strings.Join(allowed, ", "))
 		}
 	}
 	return members, nil
@@ -103,13 +94,6 @@ func decodeStrings(raw json.RawMessage, name string, refuse refusal) ([]string, 
 	return l, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
 // dedupe returns l without repeated strings, in the order of first
 // appearance.
 func dedupe(l []string) []string {
@@ -120,15 +104,6 @@ func dedupe(l []string) []string {
 		}
 	}
 	return out
-}
-
-// canonicalUUID returns s, a UUID in the 8-4-4-4-12 form, in lower case.
-func canonicalUUID(s string) (string, bool) {
-	v, err := (&query.Field{Type: query.UUID}).ParseValue(s)
-	if err != nil {
-		return "", false
-	}
-	return v.(string), true
 }
 
 // newID returns the id of a new endpoint: a UUID version 7.
@@ -181,7 +156,7 @@ func queryParams(r *http.Request, allowed ...string) (map[string]string, error) 
 	out := map[string]string{}
 	for name, v := range vals {
 		if !slices.Contains(allowed, name) {
-			return nil, apierrors.InvalidRequest("unknown query parameter %q; this route takes %s", truncate(name, 64), strings.Join(allowed, ", "))
+			return nil, apierrors.InvalidRequest("unknown query parameter %q; this route takes %s", excerpt.Cut(name, 64), strings.Join(allowed, ", "))
 		}
 		if len(v) > 1 {
 			return nil, apierrors.InvalidRequest("the query parameter %s is given twice", name)

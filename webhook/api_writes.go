@@ -38,18 +38,10 @@ import (
 // DELETE with If-Match naming another version changes nothing and is 412
 // precondition_failed with the endpoint as stored in data and its ETag.
 
-// keyed is the Idempotency-Key of a write and the fingerprint of what it
-// asked.
-type keyed struct {
-	key, fingerprint string
-}
-
-type keyedKey struct{}
-
 // keyedOf returns the Idempotency-Key of r that idempotent let through, or
 // nil.
-func keyedOf(r *http.Request) *keyed {
-	k, _ := r.Context().Value(keyedKey{}).(*keyed)
+func keyedOf(r *http.Request) *idempotency.Keyed {
+	k, _ := idempotency.FromContext(r.Context())
 	return k
 }
 
@@ -57,40 +49,21 @@ func (a *API) idempotencyStore() idempotency.Store {
 	return idempotency.Store{Dialect: a.Registry.Dialect, TTL: a.Registry.IdempotencyTTL, Now: a.Now}
 }
 
-// idempotent reads the Idempotency-Key of a write and the body it keys
-// (given to next unchanged), answers a key that has a stored answer, and
-// hands the others to next in the context.
+// idempotent is the Idempotency-Key middleware of the writes (see
+// idempotency.Middleware); a replay of a create shows the secret again.
 func (a *API) idempotent(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok, err := idempotency.Key(r)
-		if err != nil {
-			a.errors().Write(w, r, err)
-			return
-		}
-		if !ok {
-			next.ServeHTTP(w, r)
-			return
-		}
-		// A body too large stays too large: readBody refuses it with 413.
-		body, err := idempotency.ReadBody(r, MaxBodyBytes)
-		if err != nil {
-			a.errors().Write(w, r, err)
-			return
-		}
-		t := tenant(r)
-		k := &keyed{key: key, fingerprint: idempotency.Fingerprint(body, r.Method, "webhook_endpoints", t.OrganizationID,
-			r.PathValue("id"), r.PathValue("delivery_id"))}
-		stored, err := a.idempotencyStore().Lookup(r.Context(), a.Registry.DB, idempotency.OwnerOf(t), key)
-		if err != nil {
-			a.errors().Write(w, r, apierrors.Internal(err))
-			return
-		}
-		if stored != nil {
-			a.replay(w, r, k, stored)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyedKey{}, k)))
-	})
+	return idempotency.Middleware(idempotency.Options{
+		Limit: MaxBodyBytes,
+		Fingerprint: func(r *http.Request, body []byte) string {
+			return idempotency.Fingerprint(body, r.Method, "webhook_endpoints", tenant(r).OrganizationID,
+				r.PathValue("id"), r.PathValue("delivery_id"))
+		},
+		Lookup: func(r *http.Request, key string) (*idempotency.Answer, error) {
+			return a.idempotencyStore().Lookup(r.Context(), a.Registry.DB, idempotency.OwnerOf(tenant(r)), key)
+		},
+		Replay: a.replay,
+		Error:  func(w http.ResponseWriter, r *http.Request, err error) { a.errors().Write(w, r, err) },
+	})(next)
 }
 
 // remember stores ans, the answer of the write of tx, when r has an
@@ -101,15 +74,15 @@ func (a *API) remember(ctx context.Context, tx *sql.Tx, r *http.Request, ans *id
 		return nil
 	}
 	t := tenant(r)
-	ans.Fingerprint = k.fingerprint
-	return a.idempotencyStore().Remember(ctx, tx, idempotency.OwnerOf(t), k.key, ans)
+	ans.Fingerprint = k.Fingerprint
+	return a.idempotencyStore().Remember(ctx, tx, idempotency.OwnerOf(t), k.Key, ans)
 }
 
 // replay answers a request whose Idempotency-Key has the stored answer
 // ans: ans again when the request is the one it answered (the answer of a
 // create with the endpoint's secret read again), else 422.
-func (a *API) replay(w http.ResponseWriter, r *http.Request, k *keyed, ans *idempotency.Answer) {
-	if ans.Fingerprint == k.fingerprint && r.PathValue("id") == "" && ans.Status == http.StatusCreated {
+func (a *API) replay(w http.ResponseWriter, r *http.Request, k *idempotency.Keyed, ans *idempotency.Answer) {
+	if ans.Fingerprint == k.Fingerprint && r.PathValue("id") == "" && ans.Status == http.StatusCreated {
 		withSecret, err := a.withSecret(r, ans)
 		if err != nil {
 			a.errors().Write(w, r, apierrors.Internal(err))
@@ -117,7 +90,7 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request, k *keyed, ans *idem
 		}
 		ans = withSecret
 	}
-	if err := idempotency.Replay(w, k.fingerprint, ans); err != nil {
+	if err := idempotency.Replay(w, k.Fingerprint, ans); err != nil {
 		a.errors().Write(w, r, err)
 	}
 }
@@ -201,57 +174,29 @@ func send(w http.ResponseWriter, ans *idempotency.Answer) {
 	_, _ = w.Write(append(ans.Body, '\n'))
 }
 
-// staleEndpoint is the error of a PATCH or DELETE whose If-Match names
-// another version of the endpoint: it holds the endpoint as stored, as
-// JSON, and its ETag.
-type staleEndpoint struct {
-	current []byte
-	etag    string
-}
-
-func (*staleEndpoint) Error() string {
-	return "webhook: If-Match names another version of the endpoint"
-}
-
-// checkIfMatch returns a *staleEndpoint when r's If-Match does not name the
-// ETag of ep, the endpoint as stored and locked.
+// checkIfMatch returns a *conditional.Stale when r's If-Match does not
+// name the ETag of ep, the endpoint as stored and locked.
 func checkIfMatch(r *http.Request, ep *endpointView) error {
-	l, ok := conditional.IfMatch(r)
-	if !ok {
+	if _, ok := conditional.IfMatch(r); !ok {
 		return nil
 	}
 	data, err := json.Marshal(ep)
 	if err != nil {
 		return apierrors.Internal(err)
 	}
-	etag := conditional.ETag(data)
-	if l.Matches(etag, false) {
-		return nil
-	}
-	return &staleEndpoint{current: data, etag: etag}
+	return conditional.CheckIfMatch(r, data)
 }
 
 // writeFailedWrite answers a write that err ended: the stored answer of
 // its Idempotency-Key, 412 with the endpoint as stored, or err.
 func (a *API) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error) {
-	var stale *staleEndpoint
+	var stale *conditional.Stale
 	var rep *idempotency.Replayed
 	switch {
 	case errors.As(err, &rep):
 		a.replay(w, r, keyedOf(r), rep.Answer)
 	case errors.As(err, &stale):
-		e := apierrors.PreconditionFailed("the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag")
-		body, err := json.Marshal(struct {
-			Error       string          `json:"error"`
-			Description string          `json:"error_description"`
-			Data        json.RawMessage `json:"data"`
-			Version     string          `json:"version"`
-		}{e.Code, e.Description, stale.current, apiVersion})
-		if err != nil {
-			a.errors().Write(w, r, apierrors.Internal(err))
-			return
-		}
-		send(w, &idempotency.Answer{Status: http.StatusPreconditionFailed, Headers: map[string]string{"ETag": stale.etag}, Body: body})
+		conditional.WriteStale(w, stale, "the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag", apiVersion)
 	default:
 		a.errors().Write(w, r, err)
 	}

@@ -14,7 +14,8 @@
 // own transaction (Store.Remember), with a fingerprint of what the request
 // asked; a request that sends the key again gets the stored answer when it
 // asks the same (Replay), and 422 idempotency_key_reused when it asks
-// something else.
+// something else. Middleware does this for a route: it reads the key and
+// the body, replays a stored answer, and hands the rest to the handler.
 package idempotency
 
 import (
