@@ -17,10 +17,10 @@ const Module = "github.com/waybillhq/waybill"
 // ImporterModules returns the modules, sorted, that "go mod tidy" resolves
 // for a module importing only the package pkg (an import path): the modules
 // of every package pkg links, and of every package the tests of those
-// packages import. Go resolves the tests of each linked package (one level:
-// not the tests of test dependencies), so a library package's own tests
-// decide what its importers download as much as its code does. This module
-// itself is left out. The answer is computed with "go list", offline; it
+// packages import, ours and other modules' alike. Go resolves the tests of
+// each linked package (one level: not the tests of test dependencies), so a
+// library package's own tests decide what its importers download as much as
+// its code does. This module itself is left out. The answer is computed with "go list", offline; it
 // matches the go.sum lines (those not ending in /go.mod) that an importer's
 // tidy writes.
 func ImporterModules(t testing.TB, pkg string) []string {
@@ -28,16 +28,14 @@ func ImporterModules(t testing.TB, pkg string) []string {
 	gobin := goCommand(t)
 	linked := goList(t, gobin, "{{if not .Standard}}{{.ImportPath}} {{with .Module}}{{.Path}}{{end}}{{end}}", "-deps", pkg)
 	mods := map[string]bool{}
-	var own []string
+	var paths []string
 	for _, line := range linked {
 		path, mod, _ := strings.Cut(line, " ")
 		mods[mod] = true
-		if mod == Module {
-			own = append(own, path)
-		}
+		paths = append(paths, path)
 	}
-	if len(own) > 0 {
-		tested := goList(t, gobin, "{{if not .Standard}}{{with .Module}}{{.Path}}{{end}}{{end}}", append([]string{"-deps", "-test"}, own...)...)
+	if len(paths) > 0 {
+		tested := goList(t, gobin, "{{if not .Standard}}{{with .Module}}{{.Path}}{{end}}{{end}}", append([]string{"-deps", "-test"}, paths...)...)
 		for _, mod := range tested {
 			mods[mod] = true
 		}
