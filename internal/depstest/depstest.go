@@ -4,8 +4,6 @@
 package depstest
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -16,19 +14,8 @@ import (
 // or fails it when CI is set.
 func Deps(t testing.TB) map[string]bool {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("depstest: the go command is needed to list the dependencies: %v", err)
-		}
-		t.Skipf("skipped: the go command is not on PATH (%v)", err)
-	}
-	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("depstest: go list -deps: %v", err)
-	}
 	deps := map[string]bool{}
-	for _, p := range strings.Fields(string(out)) {
+	for _, p := range goList(t, goCommand(t), "{{.ImportPath}}", "-deps", ".") {
 		deps[p] = true
 	}
 	return deps

@@ -1,0 +1,64 @@
+package depstest_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/waybillhq/waybill/internal/depstest"
+)
+
+// bounds holds, for every library package, how many modules a module that
+// imports only that package may download (go.sum lines that are not
+// /go.mod, as "go mod tidy" writes them): what the package links plus what
+// its own tests and the tests of what it links import. Tests that need a
+// database, Redis, a browser or other heavy modules live under
+// internal/integration, where no importer resolves them.
+var bounds = map[string]int{
+	"errors":                  2, // testify (and its YAML package) in its tests
+	"events":                  12,
+	"oauth":                   12,
+	"oauth/bearer":            5,
+	"oauth/oauthtest":         12,
+	"oauth/sqlstore":          12,
+	"openapi":                 2,
+	"protectedresource":       2,
+	"query":                   3, // squirrel and its two helpers; its tests use the standard library
+	"ratelimit":               2,
+	"ratelimit/ratelimittest": 2,
+	"ratelimit/redislimit":    8,
+	"resource":                12,
+	"resource/resourcetest":   12,
+	"tenancy":                 6,
+	"webhook":                 14,
+	"webhook/signature":       3,
+}
+
+func TestImporterModules(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range depstest.LibraryPackages(t) {
+		short := strings.TrimPrefix(pkg, depstest.Module+"/")
+		bound, ok := bounds[short]
+		if !ok {
+			t.Errorf("%s has no bound in internal/depstest/bounds_test.go: add one", short)
+			continue
+		}
+		t.Run(short, func(t *testing.T) {
+			t.Parallel()
+			mods := depstest.ImporterModules(t, pkg)
+			t.Logf("%d modules: %s", len(mods), strings.Join(mods, " "))
+			if len(mods) > bound {
+				t.Errorf("an importer of %s downloads %d modules, more than its bound of %d:\n  %s",
+					short, len(mods), bound, strings.Join(mods, "\n  "))
+			}
+		})
+	}
+	listed := map[string]bool{}
+	for _, pkg := range depstest.LibraryPackages(t) {
+		listed[strings.TrimPrefix(pkg, depstest.Module+"/")] = true
+	}
+	for short := range bounds {
+		if !listed[short] {
+			t.Errorf("bounds names %s, which is not a library package of this module", short)
+		}
+	}
+}
