@@ -10,9 +10,21 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/openapi"
+	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/tenancy"
 	"github.com/waybillhq/waybill/webhook"
 )
+
+// testResources are the resources whose events the endpoints subscribe
+// to; the API needs their names and scopes only.
+func testResources() []*resource.Resource {
+	return []*resource.Resource{
+		{Name: "accounts", ScopeType: tenancy.Branch, Fields: []resource.Field{{Name: "company_name", Type: query.String, Create: true}}},
+		{Name: "quotations", ScopeType: tenancy.Branch, Fields: []resource.Field{{Name: "status", Type: query.String, Create: true}}},
+		{Name: "vehicles", ScopeType: tenancy.Organization, Fields: []resource.Field{{Name: "plate", Type: query.String, Create: true}}},
+	}
+}
 
 // refs returns every "$ref" in a decoded document.
 func refs(v any) []string {

@@ -1,8 +1,13 @@
 package redislimit_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,4 +47,43 @@ func ExampleNew() {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/{scopeId}/orders", api(orders))
 	_ = mux // http.ListenAndServe(":8080", mux)
+}
+
+// While Redis is down, each decision fails: the middleware reports the
+// error and, failing open by default, lets the request through. Here the
+// client's dialer stands for a Redis that cannot be reached.
+func ExampleNew_outage() {
+	errDown := errors.New("redis is down")
+	client := redis.NewClient(&redis.Options{
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errDown
+		},
+		MaxRetries:    -1, // no retries
+		DialerRetries: 1,
+	})
+	defer client.Close()
+
+	api := ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: redislimit.New(client, redislimit.Options{}),
+		Limit:   ratelimit.Limit{Name: "api", Quota: 1000, Window: time.Minute},
+		Key: func(r *http.Request) (string, bool) {
+			org := r.PathValue("scopeId")
+			return org, org != ""
+		},
+		OnError: func(r *http.Request, err error) {
+			fmt.Println("limiter failed:", errors.Is(err, errDown))
+		},
+	})
+	orders := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "orders")
+	})
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/{scopeId}/orders", api(orders))
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/org-1/orders", nil))
+	fmt.Println(rec.Code, rec.Body.String())
+	// Output:
+	// limiter failed: true
+	// 200 orders
 }

@@ -599,38 +599,6 @@ func TestDispatcherSettings(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestDefaultBackoff(t *testing.T) {
-	t.Parallel()
-	want := []time.Duration{5 * time.Second, 20 * time.Second, 80 * time.Second, 320 * time.Second,
-		1280 * time.Second, 5120 * time.Second, 20480 * time.Second, 10 * time.Hour, 10 * time.Hour, 10 * time.Hour}
-	var total time.Duration
-	for i, base := range want {
-		attempt := i + 1
-		for range 200 {
-			got := webhook.DefaultBackoff(attempt)
-			require.GreaterOrEqual(t, got, base*8/10, "attempt %d", attempt)
-			require.Less(t, got, base*12/10, "attempt %d", attempt)
-		}
-		if attempt < 10 {
-			total += base
-		}
-	}
-	// The nine delays between ten attempts: about a day.
-	assert.InDelta(t, 27.6, total.Hours(), 0.1)
-	assert.Less(t, webhook.DefaultBackoff(0), 6*time.Second)
-	assert.Less(t, webhook.DefaultBackoff(1000), 12*time.Hour)
-}
-
-func TestOutcomeString(t *testing.T) {
-	t.Parallel()
-	for o, s := range map[webhook.Outcome]string{
-		webhook.Delivered: "delivered", webhook.Retried: "retried", webhook.Failed: "failed",
-		webhook.Disabled: "disabled", webhook.Outcome(0): "Outcome(0)",
-	} {
-		assert.Equal(t, s, o.String())
-	}
-}
-
 // PurgeDeliveries deletes the deliveries that ended before the cutoff, with
 // their attempts, and keeps pending ones whatever their age.
 func TestPurgeDeliveries(t *testing.T) {
