@@ -79,7 +79,7 @@ func TestResourceDeclarations(t *testing.T) {
 				seen[f.Name] = true
 				assert.NotContains(t, []string{"organization_id", "branch_id"}, f.Name)
 				assert.NotEmpty(t, f.Description, f.Name)
-				assert.True(t, f.Filter, "%s: every field is filterable", f.Name)
+				assert.True(t, f.Filterable, "%s: every field is filterable", f.Name)
 				if r.ReadOnly {
 					assert.False(t, f.Create || f.Update, "%s of a read-only resource is writable", f.Name)
 				}
@@ -105,7 +105,7 @@ func TestResourceDeclarations(t *testing.T) {
 					}
 				}
 				schema.Fields = append(schema.Fields, query.Field{Name: f.Name, Type: f.Type, Values: f.Values,
-					Filterable: f.Filter, Ops: f.Ops, Sortable: f.Sort, Nullable: f.Nullable})
+					Filterable: f.Filterable, Ops: f.Ops, Sortable: f.Sortable, Nullable: f.Nullable})
 			}
 			schema.Fields = append(schema.Fields, query.Field{Name: "updated_at", Type: query.Timestamp, Filterable: true, Sortable: true})
 			require.NoError(t, schema.Validate(), "the list schema")
@@ -124,8 +124,8 @@ func TestQuotationAndAccountFields(t *testing.T) {
 	t.Parallel()
 	create := func(f resource.Field) bool { return f.Create }
 	update := func(f resource.Field) bool { return f.Update }
-	filter := func(f resource.Field) bool { return f.Filter }
-	sort := func(f resource.Field) bool { return f.Sort }
+	filter := func(f resource.Field) bool { return f.Filterable }
+	sort := func(f resource.Field) bool { return f.Sortable }
 	required := func(f resource.Field) bool { return f.Required }
 
 	q := resourceByName(t, "quotations")

@@ -54,9 +54,9 @@ func ExampleRegistry() {
 	err = reg.Register(&resource.Resource{
 		Name: "parcels", ScopeType: tenancy.Branch,
 		Fields: []resource.Field{
-			{Name: "label", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
-			{Name: "weight_kg", Type: query.Number, Create: true, Update: true, Required: true, Min: resource.Bound(0), Filter: true, Sort: true},
-			{Name: "status", Type: query.Enum, Values: []string{"ready", "shipped", "lost"}, Create: true, Update: true, Filter: true},
+			{Name: "label", Type: query.String, Create: true, Update: true, Required: true, Filterable: true, Sortable: true},
+			{Name: "weight_kg", Type: query.Number, Create: true, Update: true, Required: true, Min: resource.Bound(0), Filterable: true, Sortable: true},
+			{Name: "status", Type: query.Enum, Values: []string{"ready", "shipped", "lost"}, Create: true, Update: true, Filterable: true},
 		},
 		Hooks: resource.StatusFlow("status", "ready", map[string][]string{"ready": {"shipped", "lost"}}),
 	})

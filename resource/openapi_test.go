@@ -540,7 +540,7 @@ func ExampleRegistry_OpenAPI() {
 	err := reg.Register(&resource.Resource{
 		Name: "parcels", ScopeType: tenancy.Branch,
 		Fields: []resource.Field{
-			{Name: "label", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
+			{Name: "label", Type: query.String, Create: true, Update: true, Required: true, Filterable: true, Sortable: true},
 		},
 	})
 	if err != nil {

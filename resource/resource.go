@@ -92,8 +92,9 @@ type Field struct {
 	Required bool
 	// Nullable fields may hold and be set to null.
 	Nullable bool
-	// Filter and Sort whitelist the field for the list parameters.
-	Filter, Sort bool
+	// Filterable and Sortable whitelist the field for the list parameters,
+	// as in query.Field.
+	Filterable, Sortable bool
 	// Ops narrows the filter operators (nil: every operator of the type).
 	Ops []query.Op
 	// Min and Max bound an Integer or Number field (nil: unbounded).
@@ -253,9 +254,9 @@ func (r *Resource) table() string {
 
 // commonFields are the fields the server sets on every resource.
 var commonFields = struct{ id, createdAt, updatedAt Field }{
-	id:        Field{Name: "id", Type: query.UUID, Filter: true, Sort: true, Description: "Identifier, set by the server."},
-	createdAt: Field{Name: "created_at", Type: query.Timestamp, Filter: true, Sort: true, Description: "When the record was created, set by the server."},
-	updatedAt: Field{Name: "updated_at", Type: query.Timestamp, Filter: true, Sort: true, Description: "When the record was last changed, set by the server."},
+	id:        Field{Name: "id", Type: query.UUID, Filterable: true, Sortable: true, Description: "Identifier, set by the server."},
+	createdAt: Field{Name: "created_at", Type: query.Timestamp, Filterable: true, Sortable: true, Description: "When the record was created, set by the server."},
+	updatedAt: Field{Name: "updated_at", Type: query.Timestamp, Filterable: true, Sortable: true, Description: "When the record was last changed, set by the server."},
 }
 
 // compile checks the declaration and builds its query schema, whose cursors
@@ -296,8 +297,8 @@ func (r *Resource) compile(cursorKey ...[]byte) error {
 			return fmt.Errorf("resource %s: field %s has bounds but is not a number", r.Name, f.Name)
 		}
 		schema.Fields = append(schema.Fields, query.Field{
-			Name: f.Name, Type: f.Type, Values: f.Values, Filterable: f.Filter, Ops: f.Ops,
-			Sortable: f.Sort, Nullable: f.Nullable,
+			Name: f.Name, Type: f.Type, Values: f.Values, Filterable: f.Filterable, Ops: f.Ops,
+			Sortable: f.Sortable, Nullable: f.Nullable,
 		})
 	}
 	if err := schema.Validate(); err != nil {

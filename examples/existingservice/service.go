@@ -68,11 +68,11 @@ func drivers() *resource.Resource {
 		Name: "drivers", ScopeType: tenancy.Organization,
 		Description: "The drivers of the organization's fleet.",
 		Fields: []resource.Field{
-			{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true, MaxLength: 200,
+			{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filterable: true, Sortable: true, MaxLength: 200,
 				Description: "Full name."},
-			{Name: "license_class", Type: query.Enum, Values: []string{"B", "C", "CE"}, Create: true, Update: true, Required: true, Filter: true, Sort: true,
+			{Name: "license_class", Type: query.Enum, Values: []string{"B", "C", "CE"}, Create: true, Update: true, Required: true, Filterable: true, Sortable: true,
 				Description: "Driving licence class."},
-			{Name: "active", Type: query.Boolean, Create: true, Update: true, Filter: true,
+			{Name: "active", Type: query.Boolean, Create: true, Update: true, Filterable: true,
 				Description: "Whether the driver is on the rosters; true unless set."},
 		},
 	}

@@ -32,13 +32,13 @@ func Tickets() *resource.Resource {
 		Name: "tickets", ScopeType: tenancy.Branch,
 		Description: "Support tickets of a branch.",
 		Fields: []resource.Field{
-			{Name: "subject", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true, MaxLength: 200,
+			{Name: "subject", Type: query.String, Create: true, Update: true, Required: true, Filterable: true, Sortable: true, MaxLength: 200,
 				Description: "What the ticket is about."},
-			{Name: "status", Type: query.Enum, Values: []string{"open", "pending", "closed"}, Create: true, Update: true, Filter: true, Sort: true,
+			{Name: "status", Type: query.Enum, Values: []string{"open", "pending", "closed"}, Create: true, Update: true, Filterable: true, Sortable: true,
 				Description: "open, then pending or closed; closed is final."},
-			{Name: "priority", Type: query.Integer, Create: true, Update: true, Filter: true, Sort: true, Min: resource.Bound(1), Max: resource.Bound(5),
+			{Name: "priority", Type: query.Integer, Create: true, Update: true, Filterable: true, Sortable: true, Min: resource.Bound(1), Max: resource.Bound(5),
 				Description: "1 (highest) to 5; 3 unless set."},
-			{Name: "customer_email", Type: query.String, Create: true, Update: true, Nullable: true, Filter: true,
+			{Name: "customer_email", Type: query.String, Create: true, Update: true, Nullable: true, Filterable: true,
 				Description: "Who to answer."},
 		},
 		Hooks: resource.StatusFlow("status", "open", map[string][]string{

@@ -314,10 +314,10 @@ func checkWhitelists(t testing.TB, s *suite) {
 	assertRefused(t, unknown, http.StatusBadRequest, "invalid_request", "an unknown parameter")
 	assert.Contains(t, unknown.raw, "sort, filter and fields", "an unknown parameter's error names every parameter a list takes")
 	for _, f := range s.r.AllFields() {
-		if !f.Filter {
+		if !f.Filterable {
 			assertRefused(t, list("filter", f.Name+":eq:x"), http.StatusBadRequest, "invalid_request", "a filter on "+f.Name+", which is not filterable")
 		}
-		if !f.Sort {
+		if !f.Sortable {
 			assertRefused(t, list("sort", f.Name+":asc"), http.StatusBadRequest, "invalid_request", "a sort on "+f.Name+", which is not sortable")
 		} else {
 			res := list("sort", f.Name+":desc")

@@ -86,13 +86,13 @@ func refuseFailName(_ context.Context, _ *sql.Tx, w *resource.Write) error {
 // testResources declares the resources of the tests, one of each scope
 // type, one with a status flow.
 func testResources() []*resource.Resource {
-	name := resource.Field{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true}
+	name := resource.Field{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filterable: true, Sortable: true}
 	refuse := resource.Hooks{BeforeCreate: refuseFailName, BeforeUpdate: refuseFailName}
 	return []*resource.Resource{
 		{Name: "accounts", ScopeType: tenancy.Branch, Hooks: refuse, Fields: []resource.Field{name,
 			{Name: "note", Type: query.String, Create: true, Update: true, Nullable: true}}},
 		{Name: "quotations", ScopeType: tenancy.Branch, Fields: []resource.Field{name,
-			{Name: "status", Type: query.Enum, Values: []string{"draft", "sent", "accepted"}, Create: true, Update: true, Filter: true}},
+			{Name: "status", Type: query.Enum, Values: []string{"draft", "sent", "accepted"}, Create: true, Update: true, Filterable: true}},
 			Hooks: resource.Combine(refuse, resource.StatusFlow("status", "draft", map[string][]string{"draft": {"sent"}, "sent": {"accepted"}}))},
 		{Name: "vehicles", ScopeType: tenancy.Organization, Hooks: refuse, Fields: []resource.Field{name}},
 		{Name: "zones", ScopeType: tenancy.BranchOrNull, Hooks: refuse, Fields: []resource.Field{name}},

@@ -79,15 +79,15 @@ CREATE TABLE gauges (
 func resources() []*resource.Resource {
 	return []*resource.Resource{
 		{Name: "widgets", ScopeType: tenancy.Branch, Fields: []resource.Field{
-			{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filter: true, Sort: true},
-			{Name: "code", Type: query.String, Create: true, Nullable: true, Filter: true},
-			{Name: "size", Type: query.Integer, Update: true, Nullable: true, Sort: true},
+			{Name: "name", Type: query.String, Create: true, Update: true, Required: true, Filterable: true, Sortable: true},
+			{Name: "code", Type: query.String, Create: true, Nullable: true, Filterable: true},
+			{Name: "size", Type: query.Integer, Update: true, Nullable: true, Sortable: true},
 		}},
 		{Name: "notes", ScopeType: tenancy.BranchOrNull, Fields: []resource.Field{
 			{Name: "body", Type: query.String, Create: true, Update: true, Required: true},
 		}},
 		{Name: "gauges", ScopeType: tenancy.Organization, ReadOnly: true, Fields: []resource.Field{
-			{Name: "reading", Type: query.Number, Filter: true, Sort: true},
+			{Name: "reading", Type: query.Number, Filterable: true, Sortable: true},
 		}},
 	}
 }
