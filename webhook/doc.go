@@ -48,4 +48,124 @@
 //
 // API.Migrate creates the tables (the events' too), API.Purge removes the
 // deliveries that ended before a time.
+//
+// # The endpoints API
+//
+// API.Mount serves these routes:
+//
+//	POST   {prefix}/{organizationId}/webhook_endpoints                 create (201, the secret shown once)
+//	GET    {prefix}/{organizationId}/webhook_endpoints                 list
+//	GET    {prefix}/{organizationId}/webhook_endpoints/{id}            get
+//	PATCH  {prefix}/{organizationId}/webhook_endpoints/{id}            update
+//	DELETE {prefix}/{organizationId}/webhook_endpoints/{id}            delete (200 with the endpoint)
+//	GET    {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries list deliveries, newest first
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver (202)
+//
+// Every route takes an OAuth access token of the organization in the path
+// (tenancy.Middleware with tenancy.Organization): ScopeRead for GET and
+// HEAD, ScopeWrite for the rest. Another organization's id in the path, an
+// id that is not a UUID, and an endpoint or delivery of another
+// organization are all 404 not_found. Other methods get 405 with Allow.
+//
+// The writes are as safe to retry as the resources':
+// POST and PATCH take an Idempotency-Key, whose replay of a create shows
+// the secret again; every answer with one endpoint carries its ETag, GET
+// takes If-None-Match (304) and PATCH and DELETE If-Match (412
+// precondition_failed with the endpoint as stored).
+//
+// # Bodies
+//
+// POST takes {"url", "event_types", "branch_ids"}, PATCH any of "url",
+// "event_types", "branch_ids" and "status" ("enabled" or "disabled";
+// enabling clears disabled_reason). A body is one JSON object of
+// application/json, at most MaxBodyBytes (else 413); a member the route
+// does not take, or a value of the wrong type, is 400 invalid_create (POST)
+// or invalid_update (PATCH); JSON that does not parse, or that names a
+// member twice, is 400 invalid_request. An endpoint answers as
+//
+//	{"id", "url", "event_types", "branch_ids" (null: every branch), "status",
+//	 "disabled_reason" (null while enabled), "client_id" (the app under
+//	 whose authority it acts), "created_at", "updated_at"}
+//
+// and the answer of POST alone adds "secret": the signing secret
+// ("whsec_..."), which no other answer and no log line ever shows again.
+//
+// # Rules
+//
+//   - url: at most 2048 characters, and Guard.CheckURL must accept it: an
+//     absolute http or https URL whose host is not, and does not resolve
+//     to, a loopback, private, link-local or otherwise non-public address
+//     (unless Guard.AllowPrivate). A refusal is 400 with the Guard's
+//     words.
+//   - event_types: 1 to MaxEventTypes patterns, each an event type of one
+//     of Resources ("quotation.created"), all the types of one
+//     ("quotation.*"), or every type ("*"); anything else is 400 naming
+//     it. They are stored as a JSON array, duplicates dropped.
+//   - The token must be able to read what it subscribes to: a pattern that
+//     names a resource needs that resource's read scope, "*" at least one
+//     resource's; else 403 insufficient_scope naming the scope.
+//   - branch_ids: optional (absent or null: every branch); when given, a
+//     non-empty list of branches of the organization (else 400). A
+//     client-credentials token may name only its own branches, and one
+//     that does not cover every branch of the organization must give
+//     branch_ids (both 403 insufficient_scope).
+//   - Such a token (of an app limited to some branches) sees and manages
+//     only the endpoints limited to branches among its own: another
+//     endpoint, whatever app registered it, is 404 to it on every route and
+//     left out of its list, so that it can neither read where another
+//     branch's events go nor redirect, re-grant or delete them.
+//   - The grant: on POST, and on every PATCH, the endpoint records what
+//     the token may read — the names of the resources whose read scope it
+//     has (grant_resources), and, for a client-credentials token, its
+//     branches (grant_branches; NULL, every branch, for an
+//     authorization-code token) — and the token's app (client_id). The
+//     dispatcher delivers only events the grant allows, so ScopeWrite
+//     never lets a token see, through an endpoint, what it could not read
+//     itself.
+//   - Authority: an endpoint acts under the authority of the app whose
+//     token registered it or changed it last. A PATCH (of any member, the
+//     URL or the status alone included, or of none) and a redelivery need
+//     a token that may read everything the endpoint gets, after the
+//     change: the read scope of every resource that both its event types
+//     name and its grant allows (else 403 insufficient_scope naming the
+//     missing scopes, and nothing changes), and its branches (above). A
+//     successful PATCH then grants the endpoint anew to the token, so
+//     disconnecting the app that registered it no longer disables it, and
+//     disconnecting the app that changed it does. A redelivery grants
+//     nothing. DELETE needs ScopeWrite and the branches only: it hands no
+//     one anything.
+//   - An endpoint disabled because its app was disconnected from the
+//     organization (DisableAppEndpoints) is that app's: a PATCH or a
+//     redelivery by any other app's token, or by a token of the app issued
+//     before the disconnection, is 409 conflict, so that no one else sends
+//     the events the organization cut off back to that app's URL under its
+//     secret. The app, once connected again, may change it and enable it
+//     (which makes it everyone's again); anyone may delete it.
+//   - An endpoint gets only the events committed after it was created: it
+//     starts at the organization's event head (after_seq).
+//   - The secret is signature.NewSecret(), sealed with Sealer (the endpoint
+//     id as additional data, secret_key_id the key's id) when Sealer is
+//     set; without a Sealer it is stored in clear (with an empty secret_key_id).
+//   - An organization has at most MaxEndpoints endpoints: a POST beyond is
+//     409 conflict (counted under a lock, so concurrent POSTs cannot pass
+//     it together).
+//
+// # Deliveries
+//
+// GET .../{id}/deliveries lists the endpoint's deliveries newest first:
+//
+//	{"data": [{"id", "event_id", "event_type" (null once retention removed the event),
+//	  "status" (pending, delivered, failed), "attempts": [{"at", "status_code" (null: no answer),
+//	  "error" (null on success), "duration_ms"}], "next_attempt_at" (null unless pending),
+//	  "created_at"}], "pagination": {"limit", "next_cursor"}, "version": "v1"}
+//
+// with limit (default 50, at most 100), status (one of the three) and
+// after (the next_cursor of the page before, which is bound to the status
+// filter). POST .../deliveries/{delivery_id}/redeliver makes a delivery
+// pending and due now with a new round of attempts, keeping the attempts
+// made so far, and answers 202 with it; a delivery whose event retention
+// has removed cannot be sent again: 409 conflict.
+//
+// Errors are package errors' (apierrors) through an apierrors.Writer of
+// Logger and Realm; SQL is built with squirrel and bound parameters only.
 package webhook
