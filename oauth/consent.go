@@ -250,7 +250,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.logger().InfoContext(r.Context(), "consent approved", "client_id", app.ClientID, "user_id", sess.UserID,
-			"organization_id", org, "scope", FormatScope(scopes))
+			"organization_id", org, "scope", formatScope(scopes))
 		s.redirectToClient(w, req, url.Values{"code": {code}}, http.StatusSeeOther)
 	default:
 		s.renderMessage(w, r, http.StatusBadRequest, message{

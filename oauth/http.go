@@ -255,7 +255,7 @@ func tokenResponse(t *Token) any {
 		RefreshToken string `json:"refresh_token,omitempty"`
 		Scope        string `json:"scope"`
 	}
-	b := base{t.AccessToken, t.TokenType, t.ExpiresIn, t.RefreshToken, FormatScope(t.Scopes)}
+	b := base{t.AccessToken, t.TokenType, t.ExpiresIn, t.RefreshToken, formatScope(t.Scopes)}
 	if t.Claims.ClientCredentials() {
 		return struct {
 			base
@@ -413,8 +413,8 @@ func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// Introspection is the RFC 7662 response.
-type Introspection struct {
+// introspection is the RFC 7662 response.
+type introspection struct {
 	Active         bool     `json:"active"`
 	Scope          string   `json:"scope,omitempty"`
 	ClientID       string   `json:"client_id,omitempty"`
@@ -429,7 +429,7 @@ type Introspection struct {
 	BranchIDs      []string `json:"branch_ids,omitempty"`
 }
 
-func (s *Server) introspect(r *http.Request) (*Introspection, error) {
+func (s *Server) introspect(r *http.Request) (*introspection, error) {
 	form, app, err := s.clientRequest(r)
 	if err != nil {
 		return nil, err
@@ -443,10 +443,10 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 	v.CutOffs = s.CutOffs
 	if c, err := v.Verify(r.Context(), token); err == nil {
 		if !c.OAuth() || c.ClientID != app.ClientID {
-			return &Introspection{Active: false}, nil
+			return &introspection{Active: false}, nil
 		}
-		return &Introspection{
-			Active: true, Scope: FormatScope(c.Scopes), ClientID: c.ClientID, Subject: c.Subject,
+		return &introspection{
+			Active: true, Scope: formatScope(c.Scopes), ClientID: c.ClientID, Subject: c.Subject,
 			TokenType: "bearer", ExpiresAt: c.ExpiresAt, IssuedAt: c.IssuedAt, Issuer: c.Issuer,
 			Audience: c.Audience, ID: c.ID, OrganizationID: c.OrganizationID, BranchIDs: c.BranchIDs,
 		}, nil
@@ -455,7 +455,7 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 	}
 	rt, err := s.Store.RefreshToken(r.Context(), hashSecret(token))
 	if errors.Is(err, ErrNotFound) {
-		return &Introspection{Active: false}, nil
+		return &introspection{Active: false}, nil
 	} else if err != nil {
 		return nil, apierrors.Internal(err)
 	}
@@ -468,10 +468,10 @@ func (s *Server) introspect(r *http.Request) (*Introspection, error) {
 	now := s.now()
 	if rt.ClientID != app.ClientID || revoked || rt.Spent || !now.Before(rt.ExpiresAt) ||
 		!now.Before(rt.AuthorizedAt.Add(s.ttl(s.RefreshMaxAge, DefaultRefreshMaxAge))) {
-		return &Introspection{Active: false}, nil
+		return &introspection{Active: false}, nil
 	}
-	return &Introspection{
-		Active: true, Scope: FormatScope(rt.Scopes), ClientID: rt.ClientID, Subject: rt.UserID,
+	return &introspection{
+		Active: true, Scope: formatScope(rt.Scopes), ClientID: rt.ClientID, Subject: rt.UserID,
 		TokenType: "refresh_token", ExpiresAt: rt.ExpiresAt.Unix(), OrganizationID: rt.OrganizationID,
 	}, nil
 }

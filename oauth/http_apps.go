@@ -42,7 +42,7 @@ func (s *Server) userSignIn(r *http.Request) (*Token, error) {
 	if email == "" || password == "" {
 		return nil, apierrors.InvalidRequest("email and password are required")
 	}
-	return s.SignInUser(r.Context(), email, password)
+	return s.signInUser(r.Context(), email, password)
 }
 
 // productUser authenticates the product user token of r. A missing or bad

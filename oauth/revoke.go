@@ -68,13 +68,13 @@ func (s *Server) revokeFamily(ctx context.Context, familyID string, now time.Tim
 	return nil
 }
 
-// RevokeAppTokens revokes every refresh token family of the app with
+// revokeAppTokens revokes every refresh token family of the app with
 // clientID, and so every refresh token and authorization-code access token
 // issued to it, and returns how many families it revoked (families revoked
 // before are not counted). The app's client-credentials access tokens are
 // not revocable: they stay valid until they expire, at most AccessTokenTTL
 // after they were issued.
-func (s *Server) RevokeAppTokens(ctx context.Context, clientID string) (int, error) {
+func (s *Server) revokeAppTokens(ctx context.Context, clientID string) (int, error) {
 	n, err := s.Store.RevokeClientFamilies(ctx, clientID, s.now())
 	if err != nil {
 		return 0, apierrors.Internal(fmt.Errorf("oauth: revoke the app's families: %w", err))
@@ -104,7 +104,7 @@ type SecretRotation struct {
 
 // RotateAppSecret gives the app a new client secret, shown this once in
 // the answer (the old one stops working at once), and with revokeTokens
-// then revokes its tokens, as RevokeAppTokens does: its
+// then revokes its tokens, as revokeAppTokens does: its
 // refresh tokens and authorization-code access tokens fail at once. Its
 // client-credentials access tokens cannot be revoked and live out their
 // lifetime; the answer says until when. The secret changes first, so no
@@ -124,7 +124,7 @@ func (s *Server) RotateAppSecret(ctx context.Context, clientID string, revokeTok
 			"authorization-code access tokens at once", until.Format(time.RFC3339))
 		return r, nil
 	}
-	if r.RevokedFamilies, err = s.RevokeAppTokens(ctx, clientID); err != nil {
+	if r.RevokedFamilies, err = s.revokeAppTokens(ctx, clientID); err != nil {
 		return nil, err
 	}
 	r.TokensRevoked = true

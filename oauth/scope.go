@@ -18,8 +18,8 @@ func ParseScope(s string) []string {
 	return out
 }
 
-// FormatScope joins scopes into a scope parameter.
-func FormatScope(scopes []string) string { return strings.Join(scopes, " ") }
+// formatScope joins scopes into a scope parameter.
+func formatScope(scopes []string) string { return strings.Join(scopes, " ") }
 
 // subset returns the scopes of requested that allowed lacks.
 func missingScopes(requested, allowed []string) []string {

@@ -387,11 +387,11 @@ func (s *Server) issue(c *bearer.Claims, ttl time.Duration, refresh string) (*To
 	}, nil
 }
 
-// SignInUser authenticates a product user by email and password and
+// signInUser authenticates a product user by email and password and
 // returns a product user token: signed like the others, without
 // oauth_client_id, so the API refuses it (invalid_token_type) while app
 // registration takes it.
-func (s *Server) SignInUser(ctx context.Context, email, password string) (*Token, error) {
+func (s *Server) signInUser(ctx context.Context, email, password string) (*Token, error) {
 	u, err := s.Directory.Authenticate(ctx, email, password)
 	switch {
 	case errors.Is(err, ErrBadCredentials):
