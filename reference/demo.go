@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/password"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -61,8 +62,8 @@ func seedDemo(ctx context.Context, db *sql.DB, dialect query.Dialect, tokens *oa
 		return err
 	}
 	if !seeded {
-		password := rand.Text()[:16]
-		hash, err := hashPassword(password)
+		pass := rand.Text()[:16]
+		hash, err := password.Hash(pass)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
@@ -79,7 +80,7 @@ func seedDemo(ctx context.Context, db *sql.DB, dialect query.Dialect, tokens *oa
 			return fmt.Errorf("demo: %w", err)
 		}
 		if !info.userExisted {
-			info.password = password
+			info.password = pass
 		}
 	}
 	if info.clientID != "" {
