@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -17,8 +18,15 @@ import (
 // passes without being counted and without RateLimit headers.
 type KeyFunc func(r *http.Request) (key string, ok bool)
 
-// KeyByRemoteAddr is the default KeyFunc: the host of r.RemoteAddr, without
-// the port. A request without a remote address (a Unix socket) is not
+// KeyByRemoteAddr is the default KeyFunc: the host of r.RemoteAddr,
+// without the port, grouped as one host owns addresses. An IPv4 address is
+// its own key ("192.0.2.7"; an IPv4-mapped IPv6 address is keyed as its
+// IPv4 address); an IPv6 address is keyed by its /64 network
+// ("2001:db8:1:2::/64"), without a zone. One host commonly gets a whole
+// /64 (SLAAC, privacy addresses, a /64 per customer), so that counting
+// each IPv6 address would give it 2^64 quotas: it could pass any limit by
+// stepping through its own addresses. A host that is not an IP address is
+// used as it is. A request without a remote address (a Unix socket) is not
 // limited. Behind a reverse proxy every request has the proxy's address;
 // name the client some other way there.
 func KeyByRemoteAddr(r *http.Request) (key string, ok bool) {
@@ -26,7 +34,30 @@ func KeyByRemoteAddr(r *http.Request) (key string, ok bool) {
 	if err != nil {
 		host = r.RemoteAddr // no port
 	}
-	return host, host != ""
+	if host == "" {
+		return "", false
+	}
+	return addrGroup(host), true
+}
+
+// addrGroup returns what KeyByRemoteAddr counts the remote address host
+// under: an IPv4 address as it is (an IPv4-mapped IPv6 address as its IPv4
+// address), an IPv6 address as its /64 network. Anything else is left as
+// it is.
+func addrGroup(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return host
+	}
+	return p.String()
 }
 
 // Policy is one limit of a route and what each request is counted under

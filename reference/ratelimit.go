@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -572,34 +571,13 @@ func clientKey(id string) string {
 }
 
 // keyByAddr keys a request by its remote address, "addr:<host>", an IPv6
-// address by its /64 (see addrGroup).
+// address by its /64 (see ratelimit.KeyByRemoteAddr).
 func keyByAddr(r *http.Request) (string, bool) {
 	host, ok := ratelimit.KeyByRemoteAddr(r)
 	if !ok {
 		return "", false
 	}
-	return "addr:" + addrGroup(host), true
-}
-
-// addrGroup returns what a limit counts the remote address host under: an
-// IPv4 address as it is (an IPv4-mapped IPv6 address as its IPv4 address),
-// an IPv6 address as its /64 network, e.g. "2001:db8:1:2::/64". A host
-// commonly gets a whole /64, so that counting each IPv6 address would give
-// it 2^64 quotas. Anything else is left as it is.
-func addrGroup(host string) string {
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	a = a.WithZone("").Unmap()
-	if a.Is4() {
-		return a.String()
-	}
-	p, err := a.Prefix(64)
-	if err != nil {
-		return host
-	}
-	return p.String()
+	return "addr:" + host, true
 }
 
 // peekCredentials returns the client credentials of a token request as the

@@ -482,23 +482,6 @@ func TestKeyByAuthenticatedClient(t *testing.T) {
 	assert.Equal(t, len("client:sha256:")+64, len(clientKey(strings.Repeat("a", 1000))), "a long client id is hashed")
 }
 
-func TestAddrGroup(t *testing.T) {
-	t.Parallel()
-	tests := []struct{ host, want string }{
-		{"192.0.2.7", "192.0.2.7"},
-		{"::ffff:192.0.2.7", "192.0.2.7"},
-		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
-		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
-		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
-		{"fe80::1%eth0", "fe80::/64"},
-		{"::1", "::/64"},
-		{"not an address", "not an address"},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, addrGroup(tt.host), tt.host)
-	}
-}
-
 // Wrap picks the limit by method and path; everything else passes as it
 // is.
 func TestRateLimitsWrapRoutes(t *testing.T) {
