@@ -16,6 +16,7 @@ import (
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/password"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource/numbering"
 )
 
 // The demo organization, user and app that "waybill serve --demo" seeds.
@@ -378,17 +379,17 @@ func (g *demoGenerator) daysAgo(n int) time.Time {
 }
 
 // number takes the next number of kind for the branch and the year of
-// t, as the numbered hook does for the API's creates.
+// t, as numbering.Hooks does for the API's creates.
 func (g *demoGenerator) number(w *demoWriter, b *demoBranch, prefix, kind string, t time.Time) string {
 	if w.err != nil {
 		return ""
 	}
-	n, err := nextNumber(w.ctx, w.tx, b.id, kind, t.Year())
+	n, err := numbering.Next(w.ctx, w.tx, b.id, kind, t.Year())
 	if err != nil {
 		w.err = err
 		return ""
 	}
-	return formatNumber(prefix, t.Year(), n)
+	return numbering.Format(prefix, t.Year(), n)
 }
 
 var demoVehicles = []struct {
