@@ -360,63 +360,30 @@ func (l *rateLimits) Wrap(next http.Handler, clients clientAuthenticator) http.H
 
 // signIn returns the "token" limit of the password sign-ins: each request
 // is counted under its remote address and, when it names one, under its
-// email, and refused when either is over the quota. Its RateLimit header
-// tells the tighter of the two.
+// email, in one decision (ratelimit.Options.Keys): refused when either is
+// over the quota, and then counted under neither, so that refusals for a
+// spent email do not spend the quota of the address they come from. Its
+// RateLimit header tells the tighter of the two.
 func (l *rateLimits) signIn(next http.Handler) http.Handler {
-	lim := l.token
-	if !lim.Enabled() {
-		return next
+	return ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: l.limiter,
+		Limit:   l.token,
+		Key:     keyByAddr,
+		Keys:    []ratelimit.KeyFunc{keyByEmail},
+		OnError: l.onError(l.token.Name),
+		Logger:  l.errors.Logger,
+	})(next)
+}
+
+// keyByEmail keys a sign-in by the email it names, "email:<sha-256 of the
+// normalized email>"; none when it names none.
+func keyByEmail(r *http.Request) (string, bool) {
+	email := normalizeEmail(peekParams(r).Get("email"))
+	if email == "" {
+		return "", false
 	}
-	onError := l.onError(lim.Name)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var keys []string
-		if k, ok := keyByAddr(r); ok {
-			keys = append(keys, k)
-		}
-		if email := normalizeEmail(peekParams(r).Get("email")); email != "" {
-			sum := sha256.Sum256([]byte(email))
-			keys = append(keys, "email:"+hex.EncodeToString(sum[:]))
-		}
-		if len(keys) == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		var tightest ratelimit.Decision
-		for i, k := range keys {
-			d, err := l.limiter.Allow(r.Context(), k, lim)
-			if err != nil {
-				// Fail open, as the other limits do: the policy, no state.
-				onError(r, err)
-				w.Header().Set("RateLimit-Policy", ratelimitPolicy(lim))
-				next.ServeHTTP(w, r)
-				return
-			}
-			if i == 0 || !d.Allowed || d.Remaining < tightest.Remaining {
-				tightest = d
-			}
-			if !d.Allowed {
-				break
-			}
-		}
-		ratelimit.SetHeaders(w.Header(), lim, tightest)
-		if !tightest.Allowed {
-			l.errors.Write(w, r, apierrors.RateLimited(ceilSeconds(tightest.RetryAfter)))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// ratelimitPolicy returns the RateLimit-Policy value of lim.
-func ratelimitPolicy(lim ratelimit.Limit) string {
-	h := http.Header{}
-	ratelimit.SetHeaders(h, lim, ratelimit.Decision{})
-	return h.Get("RateLimit-Policy")
-}
-
-// ceilSeconds returns d in whole seconds, rounded up.
-func ceilSeconds(d time.Duration) int64 {
-	return int64((d + time.Second - 1) / time.Second)
+	sum := sha256.Sum256([]byte(email))
+	return "email:" + hex.EncodeToString(sum[:]), true
 }
 
 // middleware returns the ratelimit middleware of lim keyed by key, failing
@@ -483,18 +450,30 @@ type countingLimiter struct {
 var _ ratelimit.MultiLimiter = countingLimiter{}
 
 // AllowAll decides through the Limiter and counts a refusal under each
-// limit that refused.
+// limit that refused, once per request however many of its keys (the
+// address and the email of a sign-in) refused.
 func (c countingLimiter) AllowAll(ctx context.Context, charges []ratelimit.Charge, ds []ratelimit.Decision) error {
 	err := ratelimit.AllowAll(ctx, c.Limiter, charges, ds)
 	if err != nil {
 		return err
 	}
 	for i, d := range ds[:len(charges)] {
-		if !d.Allowed && d.RetryAfter > 0 {
+		if !d.Allowed && d.RetryAfter > 0 && !refusedBefore(charges[:i], ds[:i], charges[i].Limit.Name) {
 			c.metrics.limitRejected.WithLabelValues(charges[i].Limit.Name).Inc()
 		}
 	}
 	return nil
+}
+
+// refusedBefore reports whether one of charges, whose decisions are ds,
+// is of the limit name and refused.
+func refusedBefore(charges []ratelimit.Charge, ds []ratelimit.Decision, name string) bool {
+	for i, c := range charges {
+		if c.Limit.Name == name && !ds[i].Allowed && ds[i].RetryAfter > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Allow decides through the Limiter and counts a refusal.
