@@ -69,16 +69,10 @@ const (
 // the number of those not logged. The metric counts every one.
 const errorLogInterval = 10 * time.Second
 
-// maxPeekBytes is how much of a token or sign-in request's body is read to
-// find the client credentials or the email it names: the limit of those
-// endpoints' bodies (64 KiB). A longer body is keyed by remote address
-// only; the handler refuses it.
+// maxPeekBytes is how much of a sign-in request's body is read to find
+// the email it names: the limit of those endpoints' bodies (64 KiB). A
+// longer body is keyed by remote address only; the handler refuses it.
 const maxPeekBytes = 64 << 10
-
-// maxKeyLength bounds the length of a client id used as a key as it is:
-// a longer one (no real client id is that long) is keyed by its SHA-256, so
-// that a client cannot make the limiter hold large keys.
-const maxKeyLength = 128
 
 // limitsConfig configures the rate limits of serve. Its zero value turns
 // every limit off; the flags default the quotas to 1000 a minute per
@@ -325,20 +319,17 @@ func (l *rateLimits) restAppQuota(r *http.Request, key string) (int, bool) {
 	return q.restAppQuota(r, key)
 }
 
-// clientAuthenticator authenticates an OAuth client as the token endpoint
-// does; an *oauth.Server is one.
-type clientAuthenticator interface {
-	AuthenticateClient(ctx context.Context, clientID, secret, scheme string) (*oauth.App, error)
-}
-
 // Wrap puts the "edge" and "token" limits in front of their routes of
 // next, the server's mux, and leaves every other request to next as it is.
 // The limit is picked by method and path (see rateLimits); clients
-// authenticates the clients of the token endpoints, for their keys.
-func (l *rateLimits) Wrap(next http.Handler, clients clientAuthenticator) http.Handler {
-	edgeToken := authenticateClient(clients, l.middleware(l.edge, keyByAuthenticatedClient)(next))
+// authenticates the clients of the token endpoints, for their keys
+// (oauth.IdentifyClient, which reads each request once for the limit and
+// the endpoint both).
+func (l *rateLimits) Wrap(next http.Handler, clients oauth.ClientAuthenticator) http.Handler {
+	identify := oauth.IdentifyClient(clients)
+	edgeToken := identify(l.middleware(l.edge, keyByClient)(next))
 	edge := l.middleware(l.edge, keyByAddr)(next)
-	token := authenticateClient(clients, l.middleware(l.token, keyByAuthenticatedClient)(next))
+	token := identify(l.middleware(l.token, keyByClient)(next))
 	signIn := l.signIn(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
@@ -487,7 +478,7 @@ func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limi
 
 // keyByOrganizationApp keys a request by the organization of its tenant
 // and the app of its token, "{<organization>}:client:<client id>" (see
-// clientKey); none for a token of no app. The organization is a Redis
+// oauth.ClientKey); none for a token of no app. The organization is a Redis
 // hash tag, as in keyByOrganization: the two keys of one request hash to
 // one slot of a Redis Cluster, which one script needs.
 func keyByOrganizationApp(r *http.Request) (string, bool) {
@@ -495,7 +486,7 @@ func keyByOrganizationApp(r *http.Request) (string, bool) {
 	if !ok || t.OrganizationID == "" || t.Claims == nil || t.Claims.ClientID == "" {
 		return "", false
 	}
-	return "{" + t.OrganizationID + "}:" + clientKey(t.Claims.ClientID), true
+	return "{" + t.OrganizationID + "}:" + oauth.ClientKey(t.Claims.ClientID), true
 }
 
 // keyByOrganization keys a request by the organization of its tenant,
@@ -509,45 +500,12 @@ func keyByOrganization(r *http.Request) (string, bool) {
 	return "{" + t.OrganizationID + "}", true
 }
 
-// authenticateClient returns next behind a step that authenticates the
-// client of a token request once, from its credentials (HTTP Basic, or
-// client_id and client_secret in the body, read as the token endpoint
-// reads them), and hands the app to the rest of the request
-// (oauth.WithAuthenticatedApp): the limit keys by it, and the token
-// endpoint checks the secret against it without looking the app up again.
-// A request whose client does not authenticate goes on unchanged.
-func authenticateClient(clients clientAuthenticator, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id, secret, scheme := peekCredentials(r); id != "" && secret != "" {
-			if app, err := clients.AuthenticateClient(r.Context(), id, secret, scheme); err == nil {
-				r = r.WithContext(oauth.WithAuthenticatedApp(r.Context(), app))
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// keyByAuthenticatedClient keys a token request by the client that
-// authenticateClient authenticated, "client:<id>", else by its remote
-// address, "addr:<host>". A request that names a client without its secret
-// spends the quota of its address, so that nobody can spend a client's
-// quota but the client.
-func keyByAuthenticatedClient(r *http.Request) (string, bool) {
-	if app, ok := oauth.AuthenticatedApp(r.Context()); ok {
-		return clientKey(app.ClientID), true
-	}
-	return keyByAddr(r)
-}
-
-// clientKey returns the key of the client id: "client:<id>", or for an id
-// longer than maxKeyLength "client:sha256:<hex>".
-func clientKey(id string) string {
-	if len(id) > maxKeyLength {
-		sum := sha256.Sum256([]byte(id))
-		id = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	return "client:" + id
-}
+// keyByClient keys a token request by the client that
+// oauth.IdentifyClient authenticated, "client:<id>" (oauth.ClientKey), else
+// by its remote address, "addr:<host>": a request that names a client
+// without its secret spends the quota of its address, so that nobody can
+// spend a client's quota but the client.
+var keyByClient = oauth.KeyByClient(keyByAddr)
 
 // keyByAddr keys a request by its remote address, "addr:<host>", an IPv6
 // address by its /64 (see ratelimit.KeyByRemoteAddr).
@@ -557,28 +515,6 @@ func keyByAddr(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return "addr:" + host, true
-}
-
-// peekCredentials returns the client credentials of a token request as the
-// token endpoint reads them: HTTP Basic, whose user and password are
-// form-urlencoded (scheme "Basic"), else client_id and client_secret of the
-// body (scheme ""). Basic credentials that are not form-urlencoded are
-// none.
-func peekCredentials(r *http.Request) (id, secret, scheme string) {
-	// The body is read first, also when the credentials are in the header:
-	// net/http notices a client that went away only once the body has been
-	// read to its end, and the client's authentication that follows asks
-	// the database, which a request whose client left should not wait for.
-	p := peekParams(r)
-	if user, pass, ok := r.BasicAuth(); ok {
-		id, err1 := url.QueryUnescape(user)
-		secret, err2 := url.QueryUnescape(pass)
-		if err1 != nil || err2 != nil {
-			return "", "", ""
-		}
-		return id, secret, "Basic"
-	}
-	return p.Get("client_id"), p.Get("client_secret"), ""
 }
 
 // peekParams returns the parameters of a POST body that is
