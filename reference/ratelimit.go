@@ -167,10 +167,12 @@ func limit(name string, quota int) ratelimit.Limit {
 //     the whole quota: naming a new client_id at each attempt does not
 //     escape the limit of the address, and spreading guesses at one
 //     account over many addresses does not escape the limit of the email.
+//     The two are decided in one step: a sign-in refused for its email is
+//     counted under neither, so it spends nothing of its address's quota.
 //
 // Remote addresses are keyed as they are for IPv4 and by their /64 for
 // IPv6, the block a single host or subscriber is usually given (see
-// addrGroup).
+// ratelimit.KeyByRemoteAddr).
 //
 // Over a limit, a request is answered 429 rate_limited with Retry-After;
 // every response of a limited route carries RateLimit-Policy and RateLimit.
