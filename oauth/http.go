@@ -300,8 +300,12 @@ func readClient(r *http.Request, form url.Values) (clientAuth, error) {
 
 // readParams reads the parameters of a POST body that is
 // application/x-www-form-urlencoded or a JSON object of strings. A
-// parameter may appear once (RFC 6749 section 3.2).
+// parameter may appear once (RFC 6749 section 3.2). A request that
+// IdentifyClient read has its parameters, or its error, from there.
 func readParams(r *http.Request) (url.Values, error) {
+	if read, ok := r.Context().Value(paramsKey{}).(*readParamsResult); ok {
+		return read.form, read.err
+	}
 	ct := httpbody.MediaType(r)
 	if ct == "" {
 		return nil, apierrors.InvalidRequest("Content-Type must be application/x-www-form-urlencoded or application/json")

@@ -1,10 +1,13 @@
 package ratelimit
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -17,8 +20,15 @@ import (
 // passes without being counted and without RateLimit headers.
 type KeyFunc func(r *http.Request) (key string, ok bool)
 
-// KeyByRemoteAddr is the default KeyFunc: the host of r.RemoteAddr, without
-// the port. A request without a remote address (a Unix socket) is not
+// KeyByRemoteAddr is the default KeyFunc: the host of r.RemoteAddr,
+// without the port, grouped as one host owns addresses. An IPv4 address is
+// its own key ("192.0.2.7"; an IPv4-mapped IPv6 address is keyed as its
+// IPv4 address); an IPv6 address is keyed by its /64 network
+// ("2001:db8:1:2::/64"), without a zone. One host commonly gets a whole
+// /64 (SLAAC, privacy addresses, a /64 per customer), so that counting
+// each IPv6 address would give it 2^64 quotas: it could pass any limit by
+// stepping through its own addresses. A host that is not an IP address is
+// used as it is. A request without a remote address (a Unix socket) is not
 // limited. Behind a reverse proxy every request has the proxy's address;
 // name the client some other way there.
 func KeyByRemoteAddr(r *http.Request) (key string, ok bool) {
@@ -26,7 +36,30 @@ func KeyByRemoteAddr(r *http.Request) (key string, ok bool) {
 	if err != nil {
 		host = r.RemoteAddr // no port
 	}
-	return host, host != ""
+	if host == "" {
+		return "", false
+	}
+	return addrGroup(host), true
+}
+
+// addrGroup returns what KeyByRemoteAddr counts the remote address host
+// under: an IPv4 address as it is (an IPv4-mapped IPv6 address as its IPv4
+// address), an IPv6 address as its /64 network. Anything else is left as
+// it is.
+func addrGroup(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return host
+	}
+	return p.String()
 }
 
 // Policy is one limit of a route and what each request is counted under
@@ -62,6 +95,19 @@ type Options struct {
 	// Key names the key of a request under Limit. Nil means
 	// KeyByRemoteAddr.
 	Key KeyFunc
+	// Keys are further keys of a request under Limit itself: the request
+	// is counted under Limit once for each key that Key and Keys name (ok
+	// true), in one decision of the Limiter (MultiLimiter.AllowAll), as
+	// Policies are. It passes only when every key has room, and is then
+	// counted under each; refused under any, it is counted under none, so
+	// that a request refused for one key spends nothing of another's
+	// quota. RateLimit-Policy names Limit once; RateLimit reports the
+	// tightest key. Password sign-ins, say, are counted under their remote
+	// address and under the account they name (see KeyByRemoteAddr), so
+	// that one address cannot try many accounts, nor many addresses one
+	// account, faster than the quota. With a Redis Cluster the keys of one
+	// request must share a hash tag (see ratelimit/redislimit).
+	Keys []KeyFunc
 	// Policies are further limits of the route, checked together with
 	// Limit in one decision of the Limiter (MultiLimiter.AllowAll): a
 	// request passes only when every policy has room, and is then counted
@@ -97,6 +143,10 @@ func Middleware(l Limiter, limit Limit, key KeyFunc) func(http.Handler) http.Han
 type policy struct {
 	Policy
 	hdr headers
+	// group is the index of the first policy of the same limit: that of
+	// Options.Limit for the policies of Options.Keys, the policy's own
+	// otherwise. RateLimit-Policy names each group once.
+	group int
 }
 
 // MiddlewareWithOptions returns middleware that counts each request under
@@ -114,11 +164,19 @@ type policy struct {
 // failed carries RateLimit-Policy only.
 //
 // It panics when a limit has a Quota (or its Policy a Quota func) and no
-// positive Window, and when it has more than one policy and a Limiter that
-// is not a MultiLimiter.
+// positive Window, when Options.Keys holds a nil KeyFunc, and when it has
+// more than one policy (or key) and a Limiter that is not a MultiLimiter.
 func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 	var policies []policy
-	for _, p := range append([]Policy{{Limit: opts.Limit, Key: opts.Key}}, opts.Policies...) {
+	all := append([]Policy{{Limit: opts.Limit, Key: opts.Key}}, make([]Policy, len(opts.Keys))...)
+	for i, k := range opts.Keys {
+		if k == nil {
+			panic(errors.New("ratelimit: Options.Keys holds a nil KeyFunc"))
+		}
+		all[1+i] = Policy{Limit: opts.Limit, Key: k}
+	}
+	all = append(all, opts.Policies...)
+	for i, p := range all {
 		if !p.Limit.Enabled() && p.Quota == nil {
 			continue
 		}
@@ -128,7 +186,11 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 		if p.Key == nil {
 			p.Key = KeyByRemoteAddr
 		}
-		policies = append(policies, policy{Policy: p, hdr: newHeaders(p.Limit)})
+		group := len(policies)
+		if i > 0 && i <= len(opts.Keys) {
+			group = 0 // a further key of Options.Limit, which is policies[0]
+		}
+		policies = append(policies, policy{Policy: p, hdr: newHeaders(p.Limit), group: group})
 	}
 	if len(policies) == 0 {
 		return func(next http.Handler) http.Handler { return next }
@@ -197,11 +259,13 @@ func (m *middleware) one(next http.Handler) http.Handler {
 	})
 }
 
-// scratch holds the charges, headers and decisions of one request of
-// several; pooled, since the limiter's interface call makes them escape.
+// scratch holds the charges, headers, groups and decisions of one request
+// of several; pooled, since the limiter's interface call makes them
+// escape.
 type scratch struct {
 	charges [multiInline]Charge
 	hdrs    [multiInline]headers
+	groups  [multiInline]int
 	ds      [multiInline]Decision
 }
 
@@ -211,14 +275,15 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // may change from request to request.
 func (m *middleware) several(next http.Handler) http.Handler {
 	all := make([]headers, len(m.policies))
+	groups := make([]int, len(m.policies))
 	for i := range m.policies {
-		all[i] = m.policies[i].hdr
+		all[i], groups[i] = m.policies[i].hdr, m.policies[i].group
 	}
-	allPolicies := policyList(all) // the usual RateLimit-Policy
+	allPolicies := policyList(all, groups) // the usual RateLimit-Policy
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sc := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(sc)
-		charges, hdrs := sc.charges[:0], sc.hdrs[:0]
+		charges, hdrs, grps := sc.charges[:0], sc.hdrs[:0], sc.groups[:0]
 		usual := true // every policy, none overridden
 		for i := range m.policies {
 			p := &m.policies[i]
@@ -241,6 +306,7 @@ func (m *middleware) several(next http.Handler) http.Handler {
 			}
 			charges = append(charges, Charge{Key: k, Limit: lim})
 			hdrs = append(hdrs, hdr)
+			grps = append(grps, p.group)
 		}
 		if len(charges) == 0 {
 			next.ServeHTTP(w, r)
@@ -250,7 +316,7 @@ func (m *middleware) several(next http.Handler) http.Handler {
 		if usual {
 			h.Set(headerPolicy, allPolicies)
 		} else {
-			h.Set(headerPolicy, policyList(hdrs))
+			h.Set(headerPolicy, policyList(hdrs, grps))
 		}
 		var (
 			ds  = sc.ds[:min(len(charges), multiInline)]
@@ -297,8 +363,9 @@ func (m *middleware) failed(w http.ResponseWriter, r *http.Request, next http.Ha
 }
 
 // policyList returns the RateLimit-Policy value of several policies: a
-// structured-field list of them, in order.
-func policyList(hdrs []headers) string {
+// structured-field list of them, in order, each group (groups[i] is that
+// of hdrs[i]: the further keys of one limit are one group) named once.
+func policyList(hdrs []headers, groups []int) string {
 	if len(hdrs) == 1 {
 		return hdrs[0].policy
 	}
@@ -308,7 +375,10 @@ func policyList(hdrs []headers) string {
 	}
 	b := make([]byte, 0, n)
 	for i, h := range hdrs {
-		if i > 0 {
+		if slices.Contains(groups[:i], groups[i]) {
+			continue
+		}
+		if len(b) > 0 {
 			b = append(b, ", "...)
 		}
 		b = append(b, h.policy...)

@@ -54,6 +54,12 @@
 //	RateLimit-Policy: "rest";q=1000;w=60, "rest-app";q=500;w=60
 //	RateLimit: "rest-app";r=12;t=59
 //
+// One limit may also count a request under several keys at once
+// ([Options.Keys]), with the same all-or-nothing decision: a password
+// sign-in under its remote address and under the account it names, so
+// that a refusal for a spent account does not spend its address's quota.
+// [KeyByRemoteAddr] keys an IPv6 address by its /64, which one host owns.
+//
 // A limiter that fails (Redis is down) lets the request through by default,
 // so that an outage of the limiter is not an outage of the API;
 // [Options.FailClosed] answers 503 temporarily_unavailable instead. Either

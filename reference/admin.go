@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/oauth/password"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -363,7 +364,7 @@ func (c *userCreate) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any
 			return nil, err
 		}
 	}
-	hash, err := hashPassword(c.password)
+	hash, err := password.Hash(c.password)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/waybillhq/waybill/oauth/password"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -203,7 +204,7 @@ func (c *userSetPassword) check() error {
 // consent pages and their tokens are not touched: a new password is no
 // offboarding (see user remove and user delete).
 func (c *userSetPassword) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
-	hash, err := hashPassword(c.password)
+	hash, err := password.Hash(c.password)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/resource/numbering"
 	"github.com/waybillhq/waybill/webhook"
 )
 
@@ -203,6 +204,12 @@ func migrateDB(ctx context.Context, db *sql.DB, dialect query.Dialect) ([]int, e
 		return applied, err
 	}
 	if err := newOAuthStore(db, dialect).Migrate(ctx); err != nil {
+		return applied, err
+	}
+	// The counters of the numbered resources: the schema above created
+	// number_sequences already, with a foreign key to branches, and this
+	// keeps it.
+	if err := numbering.Migrate(ctx, db, dialect); err != nil {
 		return applied, err
 	}
 	// The registry's own tables (the answers kept for idempotency keys),

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/password"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource/numbering"
 )
 
 // The demo organization, user and app that "waybill serve --demo" seeds.
@@ -61,8 +63,8 @@ func seedDemo(ctx context.Context, db *sql.DB, dialect query.Dialect, tokens *oa
 		return err
 	}
 	if !seeded {
-		password := rand.Text()[:16]
-		hash, err := hashPassword(password)
+		pass := rand.Text()[:16]
+		hash, err := password.Hash(pass)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
@@ -79,7 +81,7 @@ func seedDemo(ctx context.Context, db *sql.DB, dialect query.Dialect, tokens *oa
 			return fmt.Errorf("demo: %w", err)
 		}
 		if !info.userExisted {
-			info.password = password
+			info.password = pass
 		}
 	}
 	if info.clientID != "" {
@@ -377,17 +379,17 @@ func (g *demoGenerator) daysAgo(n int) time.Time {
 }
 
 // number takes the next number of kind for the branch and the year of
-// t, as the numbered hook does for the API's creates.
+// t, as numbering.Hooks does for the API's creates.
 func (g *demoGenerator) number(w *demoWriter, b *demoBranch, prefix, kind string, t time.Time) string {
 	if w.err != nil {
 		return ""
 	}
-	n, err := nextNumber(w.ctx, w.tx, b.id, kind, t.Year())
+	n, err := numbering.Next(w.ctx, w.tx, b.id, kind, t.Year())
 	if err != nil {
 		w.err = err
 		return ""
 	}
-	return formatNumber(prefix, t.Year(), n)
+	return numbering.Format(prefix, t.Year(), n)
 }
 
 var demoVehicles = []struct {

@@ -14,6 +14,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/oauth/password"
 )
 
 // errBadCredentials is the error of Authenticate for an unknown email or a
@@ -25,7 +26,7 @@ var errBadCredentials = oauth.ErrBadCredentials
 type directory struct {
 	db *sql.DB
 	// hashes bounds the password hashes that sign-ins compute at once.
-	hashes *hashLimiter
+	hashes *password.Pool
 	// logger receives the warnings of sign-ins; nil means slog.Default.
 	logger *slog.Logger
 }
@@ -37,6 +38,12 @@ func (d *directory) log() *slog.Logger {
 	return slog.Default()
 }
 
+// passwordHashes bounds the password hashes of the whole process: one per
+// core (GOMAXPROCS), password.DefaultQueuePerSlot more waiting per core for
+// at most password.DefaultWait; a sign-in that gets no slot is answered
+// 503 temporarily_unavailable with Retry-After.
+var passwordHashes = password.NewPool(password.PoolOptions{})
+
 // newDirectory returns a directory over db, which migrateDB has migrated,
 // that shares the process's bound on password hashes.
 func newDirectory(db *sql.DB) *directory {
@@ -47,19 +54,19 @@ func newDirectory(db *sql.DB) *directory {
 // when password is theirs. An unknown email or a wrong password gives an
 // error that is errBadCredentials; for an unknown email the password is
 // verified against a dummy hash, so that the time taken does not reveal
-// which emails exist. Every hash waits for a slot of d.hashes: a sign-in
-// that gets none in time fails with a 503 temporarily_unavailable (see
-// busy). A password whose hash was written at another cost than the
+// which emails exist (password.Pool.VerifyUnknown). Every hash waits for
+// a slot of d.hashes: a sign-in that gets none in time fails with a 503
+// temporarily_unavailable. A password whose hash was written at another cost than the
 // default is hashed again at the default cost once it verified, and the
 // new hash stored.
-func (d *directory) Authenticate(ctx context.Context, email, password string) (oauth.User, error) {
+func (d *directory) Authenticate(ctx context.Context, email, pass string) (oauth.User, error) {
 	u := oauth.User{}
 	var hash string
 	err := d.db.QueryRowContext(ctx,
 		"SELECT id, email, password_hash FROM users WHERE email = $1",
 		normalizeEmail(email)).Scan(&u.ID, &u.Email, &hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		if _, _, err := d.hashes.verify(ctx, dummyPasswordHash, password); err != nil {
+		if err := d.hashes.VerifyUnknown(ctx, pass); err != nil {
 			return oauth.User{}, err
 		}
 		return oauth.User{}, errBadCredentials
@@ -67,7 +74,7 @@ func (d *directory) Authenticate(ctx context.Context, email, password string) (o
 	if err != nil {
 		return oauth.User{}, fmt.Errorf("authenticate: %w", err)
 	}
-	ok, rehash, err := d.hashes.verify(ctx, hash, password)
+	ok, rehash, err := d.hashes.Verify(ctx, hash, pass)
 	if apierrors.HasCode(err, apierrors.CodeUnavailable) {
 		return oauth.User{}, err
 	}

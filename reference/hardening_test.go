@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/internal/testdb"
+	"github.com/waybillhq/waybill/oauth/password"
 )
 
 // rpStartProcess is startProcess that also returns the server's process
@@ -548,7 +549,7 @@ func TestSignInBusy(t *testing.T) {
 			require.NoError(t, err)
 			tokens := newOAuthServer(db, store, keys, "http://waybill.test", testLogger(t))
 			// One slot, no queue, and the slot taken.
-			hashes := newHashLimiter(1, 0, time.Hour)
+			hashes := password.NewPool(password.PoolOptions{Slots: 1, Queue: -1, Wait: time.Hour})
 			tokens.Directory = &directory{db: db, hashes: hashes}
 			srv := httptest.NewServer(newHandler(db, tokens, nil))
 			t.Cleanup(srv.Close)
@@ -616,7 +617,7 @@ func TestSignInRehashes(t *testing.T) {
 			db, _, _, err := openAndMigrate(t.Context(), dbURL, defaultDBMaxConns)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
-			old, err := hashPasswordWith(oldArgon2, c.password)
+			old, err := password.HashWith(oldArgon2, c.password)
 			require.NoError(t, err)
 			_, err = db.ExecContext(t.Context(), "UPDATE users SET password_hash = $1 WHERE email = $2", old, c.email)
 			require.NoError(t, err)
@@ -644,7 +645,7 @@ func TestSignInRehashes(t *testing.T) {
 			require.Equal(t, http.StatusOK, status, "a hash of the old cost verifies")
 			now := stored()
 			assert.True(t, strings.HasPrefix(now, "$argon2id$v=19$m=19456,t=2,p=1$"), now)
-			ok, err := verifyPassword(now, c.password)
+			ok, err := password.Verify(now, c.password)
 			require.NoError(t, err)
 			assert.True(t, ok)
 

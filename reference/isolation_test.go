@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/oauth/password"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
@@ -48,7 +49,7 @@ func seedTenant(t *testing.T, db *sql.DB, d query.Dialect, name string, seed uin
 	}
 	require.NoError(t, w.err)
 	require.NoError(t, seedMasterData(ctx, tx, org))
-	require.NoError(t, insertUser(ctx, tx, newID(), strings.ToLower(name)+"@iso.test", dummyPasswordHash, []string{org}, false))
+	require.NoError(t, insertUser(ctx, tx, newID(), strings.ToLower(name)+"@iso.test", password.DummyHash, []string{org}, false))
 	g.records(w, org, north, south)
 	require.NoError(t, w.err)
 	require.NoError(t, tx.Commit())

@@ -13,10 +13,11 @@ import (
 
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/resource/numbering"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
-// createNumbered runs the create hook of numbered in a transaction of its
+// createNumbered runs the create hook of numbering.Hooks in a transaction of its
 // own, stores a quotation with the number, and returns the number.
 func createNumbered(t *testing.T, db *sql.DB, d query.Dialect, hooks resource.Hooks, tenant tenancy.Tenant, account string) (string, error) {
 	w := &resource.Write{Tenant: tenant, Changes: resource.Record{}, Dialect: d, Time: time.Now()}
@@ -44,7 +45,7 @@ func TestNumbered(t *testing.T) {
 		}
 		return out
 	}
-	quotations := numbered("quotation_number", "Q", "quotation")
+	quotations := numbering.Hooks("quotation_number", "Q", "quotation")
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
@@ -75,12 +76,12 @@ func TestNumbered(t *testing.T) {
 			// Kinds count apart.
 			w := &resource.Write{Tenant: north, Changes: resource.Record{}, Time: time.Now()}
 			require.NoError(t, inTx(t.Context(), db, func(tx *sql.Tx) error {
-				return numbered("order_number", "O", "order").BeforeCreate(t.Context(), tx, w)
+				return numbering.Hooks("order_number", "O", "order").BeforeCreate(t.Context(), tx, w)
 			}))
 			assert.Equal(t, want("O", 1)[0], w.Changes["order_number"])
 
 			// Years count apart, and next_value is the number to come.
-			next, err := nextNumber(t.Context(), db, f.north, "quotation", year-1)
+			next, err := numbering.Next(t.Context(), db, f.north, "quotation", year-1)
 			require.NoError(t, err)
 			assert.EqualValues(t, 1, next)
 			var stored int64
@@ -109,7 +110,7 @@ func TestNumberedConcurrently(t *testing.T) {
 	f := newTenantFixture(t, db)
 	tenants := []tenancy.Tenant{{OrganizationID: f.org, BranchID: f.north}, {OrganizationID: f.org, BranchID: f.south}}
 	accounts := []string{newAccount(t, db, b.dialect, tenants[0]), newAccount(t, db, b.dialect, tenants[1])}
-	hooks := numbered("quotation_number", "Q", "quotation")
+	hooks := numbering.Hooks("quotation_number", "Q", "quotation")
 
 	got := make([][]string, len(tenants))
 	var mu sync.Mutex
@@ -133,16 +134,10 @@ func TestNumberedConcurrently(t *testing.T) {
 	year := time.Now().UTC().Year()
 	var want []string
 	for n := 1; n <= perBranch; n++ {
-		want = append(want, formatNumber("Q", year, int64(n)))
+		want = append(want, numbering.Format("Q", year, int64(n)))
 	}
 	for i := range tenants {
 		slices.Sort(got[i])
 		assert.Equal(t, want, got[i], "branch %d: every number once", i)
 	}
-}
-
-func TestFormatNumber(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, "Q-2026-000042", formatNumber("Q", 2026, 42))
-	assert.Equal(t, "INV-2026-1234567", formatNumber("INV", 2026, 1234567))
 }

@@ -7,22 +7,24 @@ import (
 	"flag"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/query"
 )
 
 // Offboarding: the admin commands that end a user's access. Each ends the
-// membership (or the user) first and revokes the user's refresh token
-// families second. A code exchange saves its family first and checks the
-// membership second, so a family is either seen by the revocation or
-// refused by the check: none escapes. Revoking a family refuses its refresh
-// tokens (400 invalid_grant) and, through the API's check of the family,
-// its access tokens (401) at once. A family that an interrupted command
-// left unrevoked is revoked by the next refresh, which checks the
-// membership, or by running the command again.
+// membership (or the user) and then revokes the user's refresh token
+// families through oauth.Server.Offboard, which keeps that order so that
+// no token escapes. A family that an interrupted command left unrevoked is
+// revoked by the next refresh, which checks the membership, or by running
+// the command again.
+
+// offboarder runs oauth's offboarding rule on the token store of db.
+func offboarder(db *sql.DB, d query.Dialect) *oauth.Server {
+	return &oauth.Server{Store: newOAuthStore(db, d)}
+}
 
 // userRemove is "waybill admin user remove --id USER --org ORG": the user
 // leaves the organization.
@@ -65,17 +67,19 @@ func (c *userRemove) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
 	}
-	res, err := db.ExecContext(ctx, "DELETE FROM memberships WHERE user_id = $1 AND organization_id = $2", c.id, c.org)
+	var removed int64
+	revoked, err := offboarder(db, d).Offboard(ctx, c.id, c.org, func(ctx context.Context) error {
+		res, err := db.ExecContext(ctx, "DELETE FROM memberships WHERE user_id = $1 AND organization_id = $2", c.id, c.org)
+		if err != nil {
+			return fmt.Errorf("delete membership: %w", err)
+		}
+		if removed, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("delete membership: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("delete membership: %w", err)
-	}
-	removed, err := res.RowsAffected()
-	if err != nil {
-		return nil, fmt.Errorf("delete membership: %w", err)
-	}
-	revoked, err := newOAuthStore(db, d).RevokeUserFamilies(ctx, c.id, c.org, time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("revoke refresh tokens: %w", err)
+		return nil, err
 	}
 	if removed == 0 && revoked == 0 {
 		return nil, fmt.Errorf("user %s is not a member of organization %s", c.id, c.org)
@@ -117,41 +121,39 @@ func (c *userDelete) check() error {
 func (c *userDelete) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	orgs := []string{}
 	var deleted int64
-	err := inTx(ctx, db, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT organization_id FROM memberships WHERE user_id = $1", c.id)
-		if err != nil {
-			return fmt.Errorf("list memberships: %w", err)
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var org string
-			if err := rows.Scan(&org); err != nil {
+	revoked, err := offboarder(db, d).Offboard(ctx, c.id, "", func(ctx context.Context) error {
+		return inTx(ctx, db, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, "SELECT organization_id FROM memberships WHERE user_id = $1", c.id)
+			if err != nil {
 				return fmt.Errorf("list memberships: %w", err)
 			}
-			orgs = append(orgs, org)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list memberships: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM memberships WHERE user_id = $1", c.id); err != nil {
-			return fmt.Errorf("delete memberships: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM users WHERE id = $1", c.id)
-		if err != nil {
-			return fmt.Errorf("delete user: %w", err)
-		}
-		deleted, err = res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("delete user: %w", err)
-		}
-		return nil
+			defer func() { _ = rows.Close() }()
+			for rows.Next() {
+				var org string
+				if err := rows.Scan(&org); err != nil {
+					return fmt.Errorf("list memberships: %w", err)
+				}
+				orgs = append(orgs, org)
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("list memberships: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, "DELETE FROM memberships WHERE user_id = $1", c.id); err != nil {
+				return fmt.Errorf("delete memberships: %w", err)
+			}
+			res, err := tx.ExecContext(ctx, "DELETE FROM users WHERE id = $1", c.id)
+			if err != nil {
+				return fmt.Errorf("delete user: %w", err)
+			}
+			deleted, err = res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("delete user: %w", err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
-	}
-	revoked, err := newOAuthStore(db, d).RevokeUserFamilies(ctx, c.id, "", time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("revoke refresh tokens: %w", err)
 	}
 	if deleted == 0 && revoked == 0 {
 		return nil, fmt.Errorf("user %s not found", c.id)

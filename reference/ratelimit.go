@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -70,16 +69,10 @@ const (
 // the number of those not logged. The metric counts every one.
 const errorLogInterval = 10 * time.Second
 
-// maxPeekBytes is how much of a token or sign-in request's body is read to
-// find the client credentials or the email it names: the limit of those
-// endpoints' bodies (64 KiB). A longer body is keyed by remote address
-// only; the handler refuses it.
+// maxPeekBytes is how much of a sign-in request's body is read to find
+// the email it names: the limit of those endpoints' bodies (64 KiB). A
+// longer body is keyed by remote address only; the handler refuses it.
 const maxPeekBytes = 64 << 10
-
-// maxKeyLength bounds the length of a client id used as a key as it is:
-// a longer one (no real client id is that long) is keyed by its SHA-256, so
-// that a client cannot make the limiter hold large keys.
-const maxKeyLength = 128
 
 // limitsConfig configures the rate limits of serve. Its zero value turns
 // every limit off; the flags default the quotas to 1000 a minute per
@@ -174,10 +167,12 @@ func limit(name string, quota int) ratelimit.Limit {
 //     the whole quota: naming a new client_id at each attempt does not
 //     escape the limit of the address, and spreading guesses at one
 //     account over many addresses does not escape the limit of the email.
+//     The two are decided in one step: a sign-in refused for its email is
+//     counted under neither, so it spends nothing of its address's quota.
 //
 // Remote addresses are keyed as they are for IPv4 and by their /64 for
 // IPv6, the block a single host or subscriber is usually given (see
-// addrGroup).
+// ratelimit.KeyByRemoteAddr).
 //
 // Over a limit, a request is answered 429 rate_limited with Retry-After;
 // every response of a limited route carries RateLimit-Policy and RateLimit.
@@ -326,20 +321,17 @@ func (l *rateLimits) restAppQuota(r *http.Request, key string) (int, bool) {
 	return q.restAppQuota(r, key)
 }
 
-// clientAuthenticator authenticates an OAuth client as the token endpoint
-// does; an *oauth.Server is one.
-type clientAuthenticator interface {
-	AuthenticateClient(ctx context.Context, clientID, secret, scheme string) (*oauth.App, error)
-}
-
 // Wrap puts the "edge" and "token" limits in front of their routes of
 // next, the server's mux, and leaves every other request to next as it is.
 // The limit is picked by method and path (see rateLimits); clients
-// authenticates the clients of the token endpoints, for their keys.
-func (l *rateLimits) Wrap(next http.Handler, clients clientAuthenticator) http.Handler {
-	edgeToken := authenticateClient(clients, l.middleware(l.edge, keyByAuthenticatedClient)(next))
+// authenticates the clients of the token endpoints, for their keys
+// (oauth.IdentifyClient, which reads each request once for the limit and
+// the endpoint both).
+func (l *rateLimits) Wrap(next http.Handler, clients oauth.ClientAuthenticator) http.Handler {
+	identify := oauth.IdentifyClient(clients)
+	edgeToken := identify(l.middleware(l.edge, keyByClient)(next))
 	edge := l.middleware(l.edge, keyByAddr)(next)
-	token := authenticateClient(clients, l.middleware(l.token, keyByAuthenticatedClient)(next))
+	token := identify(l.middleware(l.token, keyByClient)(next))
 	signIn := l.signIn(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
@@ -361,63 +353,30 @@ func (l *rateLimits) Wrap(next http.Handler, clients clientAuthenticator) http.H
 
 // signIn returns the "token" limit of the password sign-ins: each request
 // is counted under its remote address and, when it names one, under its
-// email, and refused when either is over the quota. Its RateLimit header
-// tells the tighter of the two.
+// email, in one decision (ratelimit.Options.Keys): refused when either is
+// over the quota, and then counted under neither, so that refusals for a
+// spent email do not spend the quota of the address they come from. Its
+// RateLimit header tells the tighter of the two.
 func (l *rateLimits) signIn(next http.Handler) http.Handler {
-	lim := l.token
-	if !lim.Enabled() {
-		return next
+	return ratelimit.MiddlewareWithOptions(ratelimit.Options{
+		Limiter: l.limiter,
+		Limit:   l.token,
+		Key:     keyByAddr,
+		Keys:    []ratelimit.KeyFunc{keyByEmail},
+		OnError: l.onError(l.token.Name),
+		Logger:  l.errors.Logger,
+	})(next)
+}
+
+// keyByEmail keys a sign-in by the email it names, "email:<sha-256 of the
+// normalized email>"; none when it names none.
+func keyByEmail(r *http.Request) (string, bool) {
+	email := normalizeEmail(peekParams(r).Get("email"))
+	if email == "" {
+		return "", false
 	}
-	onError := l.onError(lim.Name)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var keys []string
-		if k, ok := keyByAddr(r); ok {
-			keys = append(keys, k)
-		}
-		if email := normalizeEmail(peekParams(r).Get("email")); email != "" {
-			sum := sha256.Sum256([]byte(email))
-			keys = append(keys, "email:"+hex.EncodeToString(sum[:]))
-		}
-		if len(keys) == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		var tightest ratelimit.Decision
-		for i, k := range keys {
-			d, err := l.limiter.Allow(r.Context(), k, lim)
-			if err != nil {
-				// Fail open, as the other limits do: the policy, no state.
-				onError(r, err)
-				w.Header().Set("RateLimit-Policy", ratelimitPolicy(lim))
-				next.ServeHTTP(w, r)
-				return
-			}
-			if i == 0 || !d.Allowed || d.Remaining < tightest.Remaining {
-				tightest = d
-			}
-			if !d.Allowed {
-				break
-			}
-		}
-		ratelimit.SetHeaders(w.Header(), lim, tightest)
-		if !tightest.Allowed {
-			l.errors.Write(w, r, apierrors.RateLimited(ceilSeconds(tightest.RetryAfter)))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// ratelimitPolicy returns the RateLimit-Policy value of lim.
-func ratelimitPolicy(lim ratelimit.Limit) string {
-	h := http.Header{}
-	ratelimit.SetHeaders(h, lim, ratelimit.Decision{})
-	return h.Get("RateLimit-Policy")
-}
-
-// ceilSeconds returns d in whole seconds, rounded up.
-func ceilSeconds(d time.Duration) int64 {
-	return int64((d + time.Second - 1) / time.Second)
+	sum := sha256.Sum256([]byte(email))
+	return "email:" + hex.EncodeToString(sum[:]), true
 }
 
 // middleware returns the ratelimit middleware of lim keyed by key, failing
@@ -484,18 +443,30 @@ type countingLimiter struct {
 var _ ratelimit.MultiLimiter = countingLimiter{}
 
 // AllowAll decides through the Limiter and counts a refusal under each
-// limit that refused.
+// limit that refused, once per request however many of its keys (the
+// address and the email of a sign-in) refused.
 func (c countingLimiter) AllowAll(ctx context.Context, charges []ratelimit.Charge, ds []ratelimit.Decision) error {
 	err := ratelimit.AllowAll(ctx, c.Limiter, charges, ds)
 	if err != nil {
 		return err
 	}
 	for i, d := range ds[:len(charges)] {
-		if !d.Allowed && d.RetryAfter > 0 {
+		if !d.Allowed && d.RetryAfter > 0 && !refusedBefore(charges[:i], ds[:i], charges[i].Limit.Name) {
 			c.metrics.limitRejected.WithLabelValues(charges[i].Limit.Name).Inc()
 		}
 	}
 	return nil
+}
+
+// refusedBefore reports whether one of charges, whose decisions are ds,
+// is of the limit name and refused.
+func refusedBefore(charges []ratelimit.Charge, ds []ratelimit.Decision, name string) bool {
+	for i, c := range charges {
+		if c.Limit.Name == name && !ds[i].Allowed && ds[i].RetryAfter > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Allow decides through the Limiter and counts a refusal.
@@ -509,7 +480,7 @@ func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limi
 
 // keyByOrganizationApp keys a request by the organization of its tenant
 // and the app of its token, "{<organization>}:client:<client id>" (see
-// clientKey); none for a token of no app. The organization is a Redis
+// oauth.ClientKey); none for a token of no app. The organization is a Redis
 // hash tag, as in keyByOrganization: the two keys of one request hash to
 // one slot of a Redis Cluster, which one script needs.
 func keyByOrganizationApp(r *http.Request) (string, bool) {
@@ -517,7 +488,7 @@ func keyByOrganizationApp(r *http.Request) (string, bool) {
 	if !ok || t.OrganizationID == "" || t.Claims == nil || t.Claims.ClientID == "" {
 		return "", false
 	}
-	return "{" + t.OrganizationID + "}:" + clientKey(t.Claims.ClientID), true
+	return "{" + t.OrganizationID + "}:" + oauth.ClientKey(t.Claims.ClientID), true
 }
 
 // keyByOrganization keys a request by the organization of its tenant,
@@ -531,97 +502,21 @@ func keyByOrganization(r *http.Request) (string, bool) {
 	return "{" + t.OrganizationID + "}", true
 }
 
-// authenticateClient returns next behind a step that authenticates the
-// client of a token request once, from its credentials (HTTP Basic, or
-// client_id and client_secret in the body, read as the token endpoint
-// reads them), and hands the app to the rest of the request
-// (oauth.WithAuthenticatedApp): the limit keys by it, and the token
-// endpoint checks the secret against it without looking the app up again.
-// A request whose client does not authenticate goes on unchanged.
-func authenticateClient(clients clientAuthenticator, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id, secret, scheme := peekCredentials(r); id != "" && secret != "" {
-			if app, err := clients.AuthenticateClient(r.Context(), id, secret, scheme); err == nil {
-				r = r.WithContext(oauth.WithAuthenticatedApp(r.Context(), app))
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// keyByAuthenticatedClient keys a token request by the client that
-// authenticateClient authenticated, "client:<id>", else by its remote
-// address, "addr:<host>". A request that names a client without its secret
-// spends the quota of its address, so that nobody can spend a client's
-// quota but the client.
-func keyByAuthenticatedClient(r *http.Request) (string, bool) {
-	if app, ok := oauth.AuthenticatedApp(r.Context()); ok {
-		return clientKey(app.ClientID), true
-	}
-	return keyByAddr(r)
-}
-
-// clientKey returns the key of the client id: "client:<id>", or for an id
-// longer than maxKeyLength "client:sha256:<hex>".
-func clientKey(id string) string {
-	if len(id) > maxKeyLength {
-		sum := sha256.Sum256([]byte(id))
-		id = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	return "client:" + id
-}
+// keyByClient keys a token request by the client that
+// oauth.IdentifyClient authenticated, "client:<id>" (oauth.ClientKey), else
+// by its remote address, "addr:<host>": a request that names a client
+// without its secret spends the quota of its address, so that nobody can
+// spend a client's quota but the client.
+var keyByClient = oauth.KeyByClient(keyByAddr)
 
 // keyByAddr keys a request by its remote address, "addr:<host>", an IPv6
-// address by its /64 (see addrGroup).
+// address by its /64 (see ratelimit.KeyByRemoteAddr).
 func keyByAddr(r *http.Request) (string, bool) {
 	host, ok := ratelimit.KeyByRemoteAddr(r)
 	if !ok {
 		return "", false
 	}
-	return "addr:" + addrGroup(host), true
-}
-
-// addrGroup returns what a limit counts the remote address host under: an
-// IPv4 address as it is (an IPv4-mapped IPv6 address as its IPv4 address),
-// an IPv6 address as its /64 network, e.g. "2001:db8:1:2::/64". A host
-// commonly gets a whole /64, so that counting each IPv6 address would give
-// it 2^64 quotas. Anything else is left as it is.
-func addrGroup(host string) string {
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	a = a.WithZone("").Unmap()
-	if a.Is4() {
-		return a.String()
-	}
-	p, err := a.Prefix(64)
-	if err != nil {
-		return host
-	}
-	return p.String()
-}
-
-// peekCredentials returns the client credentials of a token request as the
-// token endpoint reads them: HTTP Basic, whose user and password are
-// form-urlencoded (scheme "Basic"), else client_id and client_secret of the
-// body (scheme ""). Basic credentials that are not form-urlencoded are
-// none.
-func peekCredentials(r *http.Request) (id, secret, scheme string) {
-	// The body is read first, also when the credentials are in the header:
-	// net/http notices a client that went away only once the body has been
-	// read to its end, and the client's authentication that follows asks
-	// the database, which a request whose client left should not wait for.
-	p := peekParams(r)
-	if user, pass, ok := r.BasicAuth(); ok {
-		id, err1 := url.QueryUnescape(user)
-		secret, err2 := url.QueryUnescape(pass)
-		if err1 != nil || err2 != nil {
-			return "", "", ""
-		}
-		return id, secret, "Basic"
-	}
-	return p.Get("client_id"), p.Get("client_secret"), ""
+	return "addr:" + host, true
 }
 
 // peekParams returns the parameters of a POST body that is

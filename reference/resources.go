@@ -5,6 +5,7 @@ import (
 
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/resource/numbering"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -273,7 +274,7 @@ func quotationsResource() *resource.Resource {
 			resource.Default(resource.Record{"total_weight_kg": 0.0, "total_volume_m3": 0.0, "total_packages": int64(0)}),
 			resource.Rounded(map[string]int{"total_weight_kg": 3, "total_volume_m3": 3}),
 			resource.NotBefore("valid_until", "quotation_date"),
-			numbered("quotation_number", "Q", "quotation"),
+			numbering.Hooks("quotation_number", "Q", "quotation"),
 		),
 	}
 }
@@ -354,7 +355,7 @@ func ordersResource() *resource.Resource {
 			resource.NotBefore("pickup_until", "pickup_from"),
 			resource.NotBefore("delivery_from", "pickup_from"),
 			resource.NotBefore("delivery_until", "delivery_from"),
-			numbered("order_number", "O", "order"),
+			numbering.Hooks("order_number", "O", "order"),
 		),
 	}
 }
@@ -388,7 +389,7 @@ func shipmentsResource() *resource.Resource {
 			resource.Default(resource.Record{"weight_kg": 0.0, "volume_m3": 0.0, "packages": int64(0)}),
 			resource.Rounded(map[string]int{"weight_kg": 3, "volume_m3": 3}),
 			stampOnStatus("status", "delivered", "delivered_at"),
-			numbered("tracking_number", "S", "shipment"),
+			numbering.Hooks("tracking_number", "S", "shipment"),
 		),
 	}
 }
@@ -425,7 +426,7 @@ func tripsResource() *resource.Resource {
 			stampOnStatus("status", "completed", "actual_end"),
 			resource.NotBefore("planned_end", "planned_start"),
 			resource.NotBefore("actual_end", "actual_start"),
-			numbered("trip_number", "T", "trip"),
+			numbering.Hooks("trip_number", "T", "trip"),
 		),
 	}
 }
@@ -466,7 +467,7 @@ func invoicesResource() *resource.Resource {
 			resource.Rounded(map[string]int{"net_amount": 2, "tax_amount": 2, "total_amount": 2}),
 			resource.Sum("total_amount", "net_amount", "tax_amount"),
 			resource.NotBefore("due_date", "invoice_date"),
-			numbered("invoice_number", "INV", "invoice"),
+			numbering.Hooks("invoice_number", "INV", "invoice"),
 		),
 	}
 }
