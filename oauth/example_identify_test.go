@@ -3,6 +3,7 @@ package oauth_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -46,4 +47,19 @@ func ExampleKeyByClient() {
 	// Output:
 	// client:app-1
 	// addr:192.0.2.7
+}
+
+// A sign-in is keyed by the account it tries, whatever address it comes
+// from; the body stays for the endpoint to read.
+func ExampleKeyBySignInEmail() {
+	r := httptest.NewRequest(http.MethodPost, oauth.PathUserToken+"?grant_type=password",
+		strings.NewReader("email=Alice%40example.com&password=secret"))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	key, ok := oauth.KeyBySignInEmail(r)
+	fmt.Println(ok, key[:len("email:")+8]+"…")
+	body, _ := io.ReadAll(r.Body)
+	fmt.Println(string(body))
+	// Output:
+	// true email:ff8d9819…
+	// email=Alice%40example.com&password=secret
 }

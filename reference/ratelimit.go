@@ -1,18 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -68,11 +62,6 @@ const (
 // while they go on: the first one at once, then one line per interval with
 // the number of those not logged. The metric counts every one.
 const errorLogInterval = 10 * time.Second
-
-// maxPeekBytes is how much of a sign-in request's body is read to find
-// the email it names: the limit of those endpoints' bodies (64 KiB). A
-// longer body is keyed by remote address only; the handler refuses it.
-const maxPeekBytes = 64 << 10
 
 // limitsConfig configures the rate limits of serve. Its zero value turns
 // every limit off; the flags default the quotas to 1000 a minute per
@@ -362,21 +351,10 @@ func (l *rateLimits) signIn(next http.Handler) http.Handler {
 		Limiter: l.limiter,
 		Limit:   l.token,
 		Key:     keyByAddr,
-		Keys:    []ratelimit.KeyFunc{keyByEmail},
+		Keys:    []ratelimit.KeyFunc{oauth.KeyBySignInEmail},
 		OnError: l.onError(l.token.Name),
 		Logger:  l.errors.Logger,
 	})(next)
-}
-
-// keyByEmail keys a sign-in by the email it names, "email:<sha-256 of the
-// normalized email>"; none when it names none.
-func keyByEmail(r *http.Request) (string, bool) {
-	email := normalizeEmail(peekParams(r).Get("email"))
-	if email == "" {
-		return "", false
-	}
-	sum := sha256.Sum256([]byte(email))
-	return "email:" + hex.EncodeToString(sum[:]), true
 }
 
 // middleware returns the ratelimit middleware of lim keyed by key, failing
@@ -517,51 +495,4 @@ func keyByAddr(r *http.Request) (string, bool) {
 		return "", false
 	}
 	return "addr:" + host, true
-}
-
-// peekParams returns the parameters of a POST body that is
-// form-urlencoded or a JSON object (its members whose values are strings).
-// It reads at most maxPeekBytes of the body and puts what it read back in
-// front of the rest, so the handler reads the body whole; a body read
-// before is read from where it was put back. None when the body is of
-// another type, too long, or does not parse.
-func peekParams(r *http.Request) url.Values {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil
-	}
-	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || (ct != "application/x-www-form-urlencoded" && ct != "application/json") {
-		return nil
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxPeekBytes+1))
-	r.Body = peekedBody{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
-	if err != nil || len(body) > maxPeekBytes {
-		return nil
-	}
-	if ct == "application/x-www-form-urlencoded" {
-		form, err := url.ParseQuery(string(body))
-		if err != nil {
-			return nil
-		}
-		return form
-	}
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil {
-		return nil
-	}
-	params := url.Values{}
-	for k, raw := range fields {
-		var v string
-		if json.Unmarshal(raw, &v) == nil {
-			params.Set(k, v)
-		}
-	}
-	return params
-}
-
-// peekedBody is a request body of which peekParams read the start: it
-// reads that start again, then the rest, and closes the original body.
-type peekedBody struct {
-	io.Reader
-	io.Closer
 }

@@ -396,44 +396,6 @@ func TestRateLimitsRedisDownFailsOpen(t *testing.T) {
 	assert.Less(t, perLimit["token"], 3)
 }
 
-// peekParams reads the email of a sign-in for its limit, and puts the body
-// back for the handler. (The token endpoints' credentials are read once by
-// oauth.IdentifyClient, and tested there.)
-func TestPeekParams(t *testing.T) {
-	t.Parallel()
-	long := strings.Repeat("x", maxPeekBytes)
-	tests := []struct {
-		name, ct, body string
-		want           string // email
-	}{
-		{name: "form", ct: "application/x-www-form-urlencoded", body: "email=a%40x.test&password=p", want: "a@x.test"},
-		{name: "form with charset", ct: "application/x-www-form-urlencoded; charset=utf-8", body: "email=a%40x.test", want: "a@x.test"},
-		{name: "json", ct: "application/json", body: `{"email":"a@x.test","password":"p"}`, want: "a@x.test"},
-		{name: "json, key differs in case", ct: "application/json", body: `{"Email":"a@x.test"}`},
-		{name: "json, not a string", ct: "application/json", body: `{"email":1,"password":"p"}`},
-		{name: "json, not an object", ct: "application/json", body: `["email"]`},
-		{name: "no email", ct: "application/x-www-form-urlencoded", body: "password=p"},
-		{name: "other type", ct: "text/plain", body: "email=a%40x.test"},
-		{name: "no type", body: "email=a%40x.test"},
-		{name: "too long", ct: "application/x-www-form-urlencoded", body: "email=a%40x.test&pad=" + long},
-		{name: "bad form", ct: "application/x-www-form-urlencoded", body: "email=%zz"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			req := httptest.NewRequest(http.MethodPost, "/auth/v1/token", strings.NewReader(tt.body))
-			if tt.ct != "" {
-				req.Header.Set("Content-Type", tt.ct)
-			}
-			assert.Equal(t, tt.want, peekParams(req).Get("email"))
-			rest, err := io.ReadAll(req.Body)
-			require.NoError(t, err)
-			assert.Equal(t, tt.body, string(rest), "the handler reads the whole body")
-			require.NoError(t, req.Body.Close())
-		})
-	}
-}
-
 // rpClients authenticates the client "app-1" with the secret "s".
 type rpClients struct{}
 
