@@ -141,3 +141,26 @@ func ExampleFrom() {
 	// 499 client_closed_request retry-after=""
 	// 500 server_error retry-after=""
 }
+
+// A handler that returns its errors: each failure is one return, and
+// Handle answers it.
+func ExampleWriter_Handle() {
+	quotation := func(w http.ResponseWriter, r *http.Request) error {
+		id := r.PathValue("id")
+		if id != "q-1" {
+			return apierrors.NotFound("no quotation %s", id)
+		}
+		_, err := fmt.Fprintln(w, `{"id":"q-1"}`)
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /quotations/{id}", apierrors.Writer{}.Handle(quotation))
+	for _, path := range []string{"/quotations/q-1", "/quotations/q-2"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		fmt.Print(rec.Code, " ", rec.Body.String())
+	}
+	// Output:
+	// 200 {"id":"q-1"}
+	// 404 {"error":"not_found","error_description":"no quotation q-2"}
+}

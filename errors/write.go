@@ -151,3 +151,20 @@ func withResourceMetadata(challenge, url string) string {
 	}
 	return scheme + " " + params + `resource_metadata="` + quotable(url) + `"`
 }
+
+// HandlerFunc is an HTTP handler that returns its error instead of
+// writing it: a handler says what went wrong and returns, and one place
+// (Writer.Handle) turns every error into its answer. It returns nil when
+// it has answered the request itself, and must not have written anything
+// when it returns an error.
+type HandlerFunc func(http.ResponseWriter, *http.Request) error
+
+// Handle returns an http.Handler that runs h and answers the error h
+// returns, if any, as Write does.
+func (wr Writer) Handle(h HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			wr.Write(w, r, err)
+		}
+	})
+}

@@ -88,13 +88,10 @@ func (f *Feed) Mount(mux *http.ServeMux) {
 	notAllowed := apierrors.MethodNotAllowed("GET", "HEAD")
 	for _, p := range g.PathPrefixes() {
 		mux.Handle("GET "+p+"/{scopeId}/events", h)
-		mux.HandleFunc(p+"/{scopeId}/events", func(w http.ResponseWriter, r *http.Request) { f.errors().Write(w, r, notAllowed) })
+		mux.HandleFunc(p+"/{scopeId}/events", func(w http.ResponseWriter, r *http.Request) { f.Registry.ErrorWriter().Write(w, r, notAllowed) })
 	}
 }
 
-func (f *Feed) errors() apierrors.Writer {
-	return apierrors.Writer{Logger: f.Registry.Logger, Realm: f.Registry.Realm, ResourceMetadata: f.Registry.ResourceMetadata}
-}
 
 // feedQuery is what a request of the feed asks.
 type feedQuery struct {
@@ -213,12 +210,12 @@ func (f *Feed) serve(w http.ResponseWriter, r *http.Request) {
 	t, _ := tenancy.FromContext(r.Context())
 	q, err := f.parse(r.URL.RawQuery)
 	if err != nil {
-		f.errors().Write(w, r, err)
+		f.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	page, next, err := f.page(r.Context(), t, q)
 	if err != nil {
-		f.errors().Write(w, r, err)
+		f.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	buf := make([]byte, 0, 64+len(page)*768)

@@ -61,12 +61,12 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
-		h.registry.errors().Write(w, r, h.notFound())
+		h.registry.ErrorWriter().Write(w, r, h.notFound())
 		return
 	}
 	vals, err := h.find(r.Context(), h.db(), t, id, false)
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	h.writeRecord(w, r, http.StatusOK, vals)
@@ -85,7 +85,7 @@ func (h *handlers) writeFailedWrite(w http.ResponseWriter, r *http.Request, err 
 	case errors.As(err, &stale):
 		writeStale(w, stale)
 	default:
-		h.registry.errors().Write(w, r, writeError(err, refuse))
+		h.registry.ErrorWriter().Write(w, r, writeError(err, refuse))
 	}
 }
 
@@ -128,12 +128,12 @@ func send(w http.ResponseWriter, a *answer) {
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	if _, err := h.mayWrite(r.Context(), t); err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	changes, err := h.resource.readChanges(w, r, true)
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	id := newID()
@@ -180,21 +180,21 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
-		h.registry.errors().Write(w, r, h.notFound())
+		h.registry.ErrorWriter().Write(w, r, h.notFound())
 		return
 	}
 	coversAll, err := h.mayWrite(r.Context(), t)
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	if err := h.requireIfMatch(r); err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	changes, err := h.resource.readChanges(w, r, false)
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	var a *answer
@@ -250,16 +250,16 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
-		h.registry.errors().Write(w, r, h.notFound())
+		h.registry.ErrorWriter().Write(w, r, h.notFound())
 		return
 	}
 	coversAll, err := h.mayWrite(r.Context(), t)
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	if err := h.requireIfMatch(r); err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	var vals []any
@@ -572,7 +572,7 @@ func (h *handlers) appendFields(b []byte, vals []any, only []bool) ([]byte, erro
 func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status int, vals []any) {
 	a, err := h.recordAnswer(status, vals, "")
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -583,13 +583,13 @@ func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status in
 		}
 		only, err := h.fields(r)
 		if err != nil {
-			h.registry.errors().Write(w, r, err)
+			h.registry.ErrorWriter().Write(w, r, err)
 			return
 		}
 		if only != nil {
 			body := append(make([]byte, 0, len(a.Body)), `{"data":`...)
 			if body, err = h.appendFields(body, vals, only); err != nil {
-				h.registry.errors().Write(w, r, apierrors.Internal(err))
+				h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 				return
 			}
 			a.Body = append(body, `,"version":"`+Version+`"}`...)

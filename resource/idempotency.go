@@ -110,7 +110,7 @@ func (h *handlers) idempotency(next http.Handler) http.Handler {
 			return h.registry.idempotencyStore().Lookup(r.Context(), h.db(), idempotency.OwnerOf(tenant(r)), key)
 		},
 		Replay: h.replay,
-		Error:  func(w http.ResponseWriter, r *http.Request, err error) { h.registry.errors().Write(w, r, err) },
+		Error:  func(w http.ResponseWriter, r *http.Request, err error) { h.registry.ErrorWriter().Write(w, r, err) },
 	})(next)
 }
 
@@ -141,6 +141,6 @@ func (h *handlers) remember(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, i
 // answered, else with 422 idempotency_key_reused.
 func (h *handlers) replay(w http.ResponseWriter, r *http.Request, idem *idempotency.Keyed, a *answer) {
 	if err := idempotency.Replay(w, idem.Fingerprint, a); err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 	}
 }

@@ -13,12 +13,12 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	q, err := h.resource.schema.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	only, err := h.fields(r)
 	if err != nil {
-		h.registry.errors().Write(w, r, err)
+		h.registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	d := h.dialect()
@@ -29,14 +29,14 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	peek.Limit++
 	pageSQL, pageArgs, err := d.SQL(peek.Page(d, h.selectFrom().Where(cond, args...)))
 	if err != nil {
-		h.registry.errors().Write(w, r, apierrors.Internal(err))
+		h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	ctx := r.Context()
 	mode, asked := preferredCount(r)
 	total, applied, err := h.total(ctx, q, mode, cond, args)
 	if err != nil {
-		h.registry.errors().Write(w, r, readError(err))
+		h.registry.ErrorWriter().Write(w, r, readError(err))
 		return
 	}
 	w.Header().Add("Vary", "Prefer")
@@ -45,7 +45,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	}
 	rows, err := h.db().QueryContext(ctx, pageSQL, pageArgs...)
 	if err != nil {
-		h.registry.errors().Write(w, r, readError(err))
+		h.registry.ErrorWriter().Write(w, r, readError(err))
 		return
 	}
 	defer rows.Close()
@@ -58,26 +58,26 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 		if n == q.Limit {
 			// The row after the page: the page's last row starts the next.
 			if next, err = q.NextCursor(h.sortValues(vals, q)); err != nil {
-				h.registry.errors().Write(w, r, apierrors.Internal(err))
+				h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 				return
 			}
 			break
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			h.registry.errors().Write(w, r, apierrors.Internal(err))
+			h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 			return
 		}
 		if n > 0 {
 			buf = append(buf, ',')
 		}
 		if buf, err = h.appendFields(buf, vals, only); err != nil {
-			h.registry.errors().Write(w, r, apierrors.Internal(err))
+			h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 			return
 		}
 		n++
 	}
 	if err := rows.Err(); err != nil {
-		h.registry.errors().Write(w, r, readError(err))
+		h.registry.ErrorWriter().Write(w, r, readError(err))
 		return
 	}
 	buf = append(buf, `],"pagination":{"limit":`...)

@@ -142,7 +142,7 @@ func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
 	notAllowed := apierrors.MethodNotAllowed(http.MethodGet, http.MethodHead)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			g.errors().Write(w, r, notAllowed)
+			g.ErrorWriter().Write(w, r, notAllowed)
 			return
 		}
 		once.Do(func() {
@@ -151,7 +151,7 @@ func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
 			etag = `"` + hex.EncodeToString(sum[:12]) + `"`
 		})
 		if err != nil {
-			g.errors().Write(w, r, apierrors.Internal(err))
+			g.ErrorWriter().Write(w, r, apierrors.Internal(err))
 			return
 		}
 		h := w.Header()

@@ -234,12 +234,16 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 func (g *Registry) methodNotAllowed(allow []string) http.Handler {
 	err := apierrors.MethodNotAllowed(allow...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.errors().Write(w, r, err)
+		g.ErrorWriter().Write(w, r, err)
 	})
 }
 
 // errors returns the Writer of the registry's error answers.
-func (g *Registry) errors() apierrors.Writer {
+// ErrorWriter returns the apierrors.Writer that answers the errors of the
+// registry's handlers, and of the components configured from it (the
+// change feed, the webhook endpoints): its Logger, Realm and
+// ResourceMetadata.
+func (g *Registry) ErrorWriter() apierrors.Writer {
 	return apierrors.Writer{Logger: g.Logger, Realm: g.Realm, ResourceMetadata: g.ResourceMetadata}
 }
 

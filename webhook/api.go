@@ -92,9 +92,6 @@ func (a *API) maxEndpoints() int {
 	return DefaultMaxEndpoints
 }
 
-func (a *API) errors() apierrors.Writer {
-	return apierrors.Writer{Logger: a.Registry.Logger, Realm: a.Registry.Realm, ResourceMetadata: a.Registry.ResourceMetadata}
-}
 
 // Mount registers the routes of the API on mux under every prefix (see
 // API). It panics when the API has no Verifier.
@@ -138,7 +135,7 @@ func (a *API) Mount(mux *http.ServeMux) {
 func (a *API) methodNotAllowed(allow ...string) http.Handler {
 	err := apierrors.MethodNotAllowed(allow...)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 	})
 }
 

@@ -225,45 +225,45 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	params, err := queryParams(r, "limit", "after", "status")
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	f := deliveryFilter{org: t.OrganizationID, endpointID: id, status: params["status"]}
 	switch f.status {
 	case "", deliveryPending, deliveryDelivered, deliveryFailed:
 	default:
-		a.errors().Write(w, r, apierrors.InvalidRequest("status must be %s, %s or %s", deliveryPending, deliveryDelivered, deliveryFailed))
+		a.Registry.ErrorWriter().Write(w, r, apierrors.InvalidRequest("status must be %s, %s or %s", deliveryPending, deliveryDelivered, deliveryFailed))
 		return
 	}
 	if f.limit, err = intParam(params, "limit", defaultDeliveryLimit, 1, maxDeliveryLimit); err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	if s, ok := params["after"]; ok {
 		if f.after, err = decodeCursor(s, f.status); err != nil {
-			a.errors().Write(w, r, err)
+			a.Registry.ErrorWriter().Write(w, r, err)
 			return
 		}
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	if _, err := a.endpointFor(ctx, a.Registry.DB, t, rc, id, false); err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	limit := f.limit
 	f.limit++ // one more: when it exists, the page is not the last
 	list, err := a.readDeliveries(ctx, a.Registry.DB, f)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	out := deliveryList{Data: list, Pagination: deliveryPagination{Limit: limit}, Version: apiVersion}
@@ -290,18 +290,18 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	noDelivery := apierrors.NotFound("no delivery with this id")
 	deliveryID, ok := query.CanonicalUUID(r.PathValue("delivery_id"))
 	if !ok {
-		a.errors().Write(w, r, noDelivery)
+		a.Registry.ErrorWriter().Write(w, r, noDelivery)
 		return
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	d := a.Registry.Dialect

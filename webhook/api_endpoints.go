@@ -245,17 +245,17 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	in, err := a.readEndpoint(w, r, true)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	orgBranches, err := a.orgBranches(ctx, t, in)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	in.setBranches = true // POST always sets them: absent is every branch
 	if err := a.authorize(t, in, orgBranches, nil); err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	now := a.now()
@@ -267,7 +267,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	// Number the events committed so far, so that the head read below
 	// counts them: the endpoint gets only what comes after it.
 	if _, err := eventstore.Sequence(ctx, a.Registry.DB, a.Registry.Dialect); err != nil {
-		a.errors().Write(w, r, apierrors.Internal(err))
+		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	secret := signature.NewSecret()
@@ -325,7 +325,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	ep.Secret = secret
 	body, err := json.Marshal(envelope{Data: ep, Version: apiVersion})
 	if err != nil {
-		a.errors().Write(w, r, apierrors.Internal(err))
+		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	ans.Body = body
@@ -371,22 +371,22 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 	t := tenant(r)
 	id, err := endpointID(r)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	rc, err := a.reachOf(r.Context(), t)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	ep, err := a.endpointFor(r.Context(), a.Registry.DB, t, rc, id, false)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	ans, err := endpointAnswer(http.StatusOK, ep, nil)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	if l, ok := conditional.IfNoneMatch(r); ok && l.Matches(ans.Headers["ETag"], true) {
@@ -418,22 +418,22 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	params, err := queryParams(r, "limit", "offset")
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	limit, err := intParam(params, "limit", maxEndpointLimit, 1, maxEndpointLimit)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	offset, err := intParam(params, "offset", 0, 0, 1<<30)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	// An organization has at most MaxEndpoints: the page is cut here, after
@@ -441,12 +441,12 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	text, args, err := a.Registry.Dialect.SQL(sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}).
 		OrderBy("created_at", "id"))
 	if err != nil {
-		a.errors().Write(w, r, apierrors.Internal(err))
+		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	rows, err := a.Registry.DB.QueryContext(ctx, text, args...)
 	if err != nil {
-		a.errors().Write(w, r, dbError("list endpoints", err))
+		a.Registry.ErrorWriter().Write(w, r, dbError("list endpoints", err))
 		return
 	}
 	defer rows.Close()
@@ -454,7 +454,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	for rows.Next() {
 		ep, err := scanEndpoint(rows)
 		if err != nil {
-			a.errors().Write(w, r, dbError("list endpoints", err))
+			a.Registry.ErrorWriter().Write(w, r, dbError("list endpoints", err))
 			return
 		}
 		if rc.sees(ep) {
@@ -462,7 +462,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		a.errors().Write(w, r, dbError("list endpoints", err))
+		a.Registry.ErrorWriter().Write(w, r, dbError("list endpoints", err))
 		return
 	}
 	out := endpointList{Data: []*endpointView{}, Pagination: listPagination{Limit: limit, Offset: offset, Total: len(visible)}, Version: apiVersion}
@@ -478,22 +478,22 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	in, err := a.readEndpoint(w, r, false)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	orgBranches, err := a.orgBranches(ctx, t, in)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	d := a.Registry.Dialect
@@ -570,12 +570,12 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	var ep *endpointView
@@ -607,7 +607,7 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	ans, err := endpointAnswer(http.StatusOK, ep, nil)
 	if err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 		return
 	}
 	send(w, ans)

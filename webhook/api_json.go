@@ -137,7 +137,7 @@ type envelope struct {
 func (a *API) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		a.errors().Write(w, r, apierrors.Internal(err))
+		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -62,7 +62,7 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 			return a.idempotencyStore().Lookup(r.Context(), a.Registry.DB, idempotency.OwnerOf(tenant(r)), key)
 		},
 		Replay: a.replay,
-		Error:  func(w http.ResponseWriter, r *http.Request, err error) { a.errors().Write(w, r, err) },
+		Error:  func(w http.ResponseWriter, r *http.Request, err error) { a.Registry.ErrorWriter().Write(w, r, err) },
 	})(next)
 }
 
@@ -85,13 +85,13 @@ func (a *API) replay(w http.ResponseWriter, r *http.Request, k *idempotency.Keye
 	if ans.Fingerprint == k.Fingerprint && r.PathValue("id") == "" && ans.Status == http.StatusCreated {
 		withSecret, err := a.withSecret(r, ans)
 		if err != nil {
-			a.errors().Write(w, r, apierrors.Internal(err))
+			a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
 			return
 		}
 		ans = withSecret
 	}
 	if err := idempotency.Replay(w, k.Fingerprint, ans); err != nil {
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 	}
 }
 
@@ -198,6 +198,6 @@ func (a *API) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error
 	case errors.As(err, &stale):
 		conditional.WriteStale(w, stale, "the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag", apiVersion)
 	default:
-		a.errors().Write(w, r, err)
+		a.Registry.ErrorWriter().Write(w, r, err)
 	}
 }
