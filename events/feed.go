@@ -92,7 +92,6 @@ func (f *Feed) Mount(mux *http.ServeMux) {
 	}
 }
 
-
 // feedQuery is what a request of the feed asks.
 type feedQuery struct {
 	after    int64

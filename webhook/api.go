@@ -92,7 +92,6 @@ func (a *API) maxEndpoints() int {
 	return DefaultMaxEndpoints
 }
 
-
 // Mount registers the routes of the API on mux under every prefix (see
 // API). It panics when the API has no Verifier.
 func (a *API) Mount(mux *http.ServeMux) {
