@@ -30,8 +30,10 @@ var bounds = map[string]int{
 	"oauth":                   5,
 	"oauth/sqlstore":          8,
 	"oauth/oauthtest":         8,
+	"oauth/password":          4, // golang.org/x/crypto (argon2) and x/sys
 	"resource":                9,
 	"resource/resourcetest":   9,
+	"resource/numbering":      9,
 	"events":                  9,
 	"webhook":                 10, // resource's, the Standard Webhooks library, and uuid
 	"webhook/signature":       3,
