@@ -30,7 +30,7 @@ type readParamsResult struct {
 // endpoints read them (a form-urlencoded or JSON body of at most 64 KiB),
 // takes the client's credentials (HTTP Basic, or client_id and
 // client_secret in the body) and authenticates them with clients; the app
-// of credentials that authenticate is handed on (WithAuthenticatedApp), so
+// of credentials that authenticate is handed on (AuthenticatedApp), so
 // that the endpoint checks the secret against it without loading the app
 // again. The parameters are handed on too: the endpoint does not read the
 // body a second time, and a body that could not be read (too long, of
@@ -53,7 +53,7 @@ func IdentifyClient(clients ClientAuthenticator) func(http.Handler) http.Handler
 			if err == nil {
 				if c, err := readClient(r, form); err == nil && c.id != "" && c.secret != "" {
 					if app, err := clients.AuthenticateClient(ctx, c.id, c.secret, c.scheme); err == nil {
-						ctx = WithAuthenticatedApp(ctx, app)
+						ctx = withAuthenticatedApp(ctx, app)
 					}
 				}
 			}

@@ -170,7 +170,7 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 }
 
 // app returns the app of clientID: the one authenticated for this request
-// (WithAuthenticatedApp) when it is that client's, else the store's.
+// (IdentifyClient) when it is that client's, else the store's.
 func (s *Server) app(ctx context.Context, clientID string) (*App, error) {
 	if app, ok := AuthenticatedApp(ctx); ok && app.ClientID == clientID {
 		return app, nil

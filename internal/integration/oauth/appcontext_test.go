@@ -2,6 +2,10 @@ package oauth_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -23,35 +27,54 @@ func (c *countingStore) App(ctx context.Context, clientID string) (*oauth.App, e
 	return c.Store.App(ctx, clientID)
 }
 
-// An app authenticated earlier in the request spares AuthenticateClient its
-// lookup, but never its check of the secret.
+// The app IdentifyClient authenticated spares AuthenticateClient its
+// lookup, but never its check of the secret; a client that does not
+// authenticate goes on without an app.
 func TestAuthenticatedAppInContext(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		store := &countingStore{Store: e.store}
 		srv := *e.srv
 		srv.Store = store
-		ctx := context.Background()
-		app, err := srv.AuthenticateClient(ctx, e.app.ClientID, e.secret, "")
-		require.NoError(t, err)
-		require.EqualValues(t, 1, store.apps.Load())
+		var inner func(r *http.Request)
+		h := oauth.IdentifyClient(&srv)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { inner(r) }))
+		request := func(clientID, secret string) *http.Request {
+			form := url.Values{"grant_type": {"client_credentials"}, "client_id": {clientID}, "client_secret": {secret}}
+			r := httptest.NewRequest(http.MethodPost, oauth.PathToken, strings.NewReader(form.Encode()))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			return r
+		}
 
-		withApp := oauth.WithAuthenticatedApp(ctx, app)
-		got, ok := oauth.AuthenticatedApp(withApp)
-		require.True(t, ok)
-		assert.Same(t, app, got)
-		_, ok = oauth.AuthenticatedApp(ctx)
-		assert.False(t, ok)
+		called := false
+		inner = func(r *http.Request) {
+			called = true
+			ctx := r.Context()
+			app, ok := oauth.AuthenticatedApp(ctx)
+			require.True(t, ok)
+			assert.Equal(t, e.app.ClientID, app.ClientID)
+			require.EqualValues(t, 1, store.apps.Load())
 
-		again, err := srv.AuthenticateClient(withApp, e.app.ClientID, e.secret, "")
-		require.NoError(t, err)
-		assert.Same(t, app, again)
-		assert.EqualValues(t, 1, store.apps.Load(), "no second lookup")
+			again, err := srv.AuthenticateClient(ctx, e.app.ClientID, e.secret, "")
+			require.NoError(t, err)
+			assert.Same(t, app, again)
+			assert.EqualValues(t, 1, store.apps.Load(), "no second lookup")
 
-		_, err = srv.AuthenticateClient(withApp, e.app.ClientID, "wrong", "")
-		assert.True(t, apierrors.HasCode(err, apierrors.CodeInvalidClient), "the secret is still checked: %v", err)
+			_, err = srv.AuthenticateClient(ctx, e.app.ClientID, "wrong", "")
+			assert.True(t, apierrors.HasCode(err, apierrors.CodeInvalidClient), "the secret is still checked: %v", err)
 
-		_, err = srv.AuthenticateClient(withApp, e.other.ClientID, e.otherSec, "")
-		require.NoError(t, err, "another client is looked up")
-		assert.EqualValues(t, 2, store.apps.Load())
+			_, err = srv.AuthenticateClient(ctx, e.other.ClientID, e.otherSec, "")
+			require.NoError(t, err, "another client is looked up")
+			assert.EqualValues(t, 2, store.apps.Load())
+		}
+		h.ServeHTTP(httptest.NewRecorder(), request(e.app.ClientID, e.secret))
+		require.True(t, called)
+
+		called = false
+		inner = func(r *http.Request) {
+			called = true
+			_, ok := oauth.AuthenticatedApp(r.Context())
+			assert.False(t, ok, "a wrong secret authenticates no app")
+		}
+		h.ServeHTTP(httptest.NewRecorder(), request(e.app.ClientID, "wrong"))
+		require.True(t, called)
 	})
 }
