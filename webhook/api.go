@@ -100,18 +100,18 @@ func (a *API) Mount(mux *http.ServeMux) {
 		Scope: tenancy.ReadWrite(ScopeRead, ScopeWrite), PathValue: "organizationId",
 		Logger: a.Registry.Logger, Realm: a.Registry.Realm, ResourceMetadata: a.Registry.ResourceMetadata,
 	})
-	wrap := func(f http.HandlerFunc) http.Handler {
-		var next http.Handler = f
+	chain := func(next http.Handler) http.Handler {
 		if a.Registry.Middleware != nil {
 			next = a.Registry.Middleware(next)
 		}
 		return mw(next)
 	}
+	// Every handler returns its error, which the registry's Writer answers.
+	ew := a.Registry.ErrorWriter()
+	wrap := func(f apierrors.HandlerFunc) http.Handler { return chain(ew.Handle(f)) }
 	// A write's Idempotency-Key is looked up after Middleware: a replay is
 	// a request, which a rate limit counts and may refuse.
-	wrapWrite := func(f http.HandlerFunc) http.Handler {
-		return wrap(a.idempotent(f).ServeHTTP)
-	}
+	wrapWrite := func(f apierrors.HandlerFunc) http.Handler { return chain(a.idempotent(ew.Handle(f))) }
 	for _, p := range a.prefixes() {
 		collection := p + "/{organizationId}/webhook_endpoints"
 		item := collection + "/{id}"
@@ -131,11 +131,11 @@ func (a *API) Mount(mux *http.ServeMux) {
 	}
 }
 
+// methodNotAllowed returns the handler of a route's other methods: 405
+// with the Allow header listing allow.
 func (a *API) methodNotAllowed(allow ...string) http.Handler {
 	err := apierrors.MethodNotAllowed(allow...)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.Registry.ErrorWriter().Write(w, r, err)
-	})
+	return a.Registry.ErrorWriter().Handle(func(http.ResponseWriter, *http.Request) error { return err })
 }
 
 // tenant returns the tenant that the tenancy middleware resolved.

@@ -220,51 +220,43 @@ type deliveryPagination struct {
 }
 
 // listDeliveries is GET {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries.
-func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
+func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	params, err := queryParams(r, "limit", "after", "status")
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	f := deliveryFilter{org: t.OrganizationID, endpointID: id, status: params["status"]}
 	switch f.status {
 	case "", deliveryPending, deliveryDelivered, deliveryFailed:
 	default:
-		a.Registry.ErrorWriter().Write(w, r, apierrors.InvalidRequest("status must be %s, %s or %s", deliveryPending, deliveryDelivered, deliveryFailed))
-		return
+		return apierrors.InvalidRequest("status must be %s, %s or %s", deliveryPending, deliveryDelivered, deliveryFailed)
 	}
 	if f.limit, err = intParam(params, "limit", defaultDeliveryLimit, 1, maxDeliveryLimit); err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	if s, ok := params["after"]; ok {
 		if f.after, err = decodeCursor(s, f.status); err != nil {
-			a.Registry.ErrorWriter().Write(w, r, err)
-			return
+			return err
 		}
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	if _, err := a.endpointFor(ctx, a.Registry.DB, t, rc, id, false); err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	limit := f.limit
 	f.limit++ // one more: when it exists, the page is not the last
 	list, err := a.readDeliveries(ctx, a.Registry.DB, f)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	out := deliveryList{Data: list, Pagination: deliveryPagination{Limit: limit}, Version: apiVersion}
 	if len(list) > limit {
@@ -274,7 +266,7 @@ func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		out.Pagination.NextCursor = &next
 		w.Header().Set("Link", "<"+nextLink(r, next)+`>; rel="next"`)
 	}
-	a.writeJSON(w, r, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // nextLink returns the path and query of the page after r's, at cursor.
@@ -285,24 +277,21 @@ func nextLink(r *http.Request, cursor string) string {
 }
 
 // redeliver is POST {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver.
-func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
+func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	noDelivery := apierrors.NotFound("no delivery with this id")
 	deliveryID, ok := query.CanonicalUUID(r.PathValue("delivery_id"))
 	if !ok {
-		a.Registry.ErrorWriter().Write(w, r, noDelivery)
-		return
+		return noDelivery
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	d := a.Registry.Dialect
 	var ans *idempotency.Answer
@@ -366,8 +355,8 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) {
 		return a.remember(ctx, tx, r, ans)
 	})
 	if err != nil {
-		a.writeFailedWrite(w, r, err)
-		return
+		return a.failedWrite(w, r, err)
 	}
 	send(w, ans)
+	return nil
 }

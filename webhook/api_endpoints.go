@@ -240,23 +240,20 @@ func (a *API) lockOrganization(ctx context.Context, tx *sql.Tx, org string) erro
 }
 
 // create is POST {prefix}/{organizationId}/webhook_endpoints.
-func (a *API) create(w http.ResponseWriter, r *http.Request) {
+func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	ctx := r.Context()
 	in, err := a.readEndpoint(w, r, true)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	orgBranches, err := a.orgBranches(ctx, t, in)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	in.setBranches = true // POST always sets them: absent is every branch
 	if err := a.authorize(t, in, orgBranches, nil); err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	now := a.now()
 	ep := &endpointView{
@@ -267,8 +264,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 	// Number the events committed so far, so that the head read below
 	// counts them: the endpoint gets only what comes after it.
 	if _, err := eventstore.Sequence(ctx, a.Registry.DB, a.Registry.Dialect); err != nil {
-		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-		return
+		return apierrors.Internal(err)
 	}
 	secret := signature.NewSecret()
 	sealed, keyID := []byte(secret), ""
@@ -319,17 +315,16 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		return a.remember(ctx, tx, r, ans)
 	})
 	if err != nil {
-		a.writeFailedWrite(w, r, err)
-		return
+		return a.failedWrite(w, r, err)
 	}
 	ep.Secret = secret
 	body, err := json.Marshal(envelope{Data: ep, Version: apiVersion})
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-		return
+		return apierrors.Internal(err)
 	}
 	ans.Body = body
 	send(w, ans)
+	return nil
 }
 
 // errNoEndpoint is the answer for an id that names no endpoint of the
@@ -367,33 +362,30 @@ func endpointID(r *http.Request) (string, error) {
 }
 
 // get is GET {prefix}/{organizationId}/webhook_endpoints/{id}.
-func (a *API) get(w http.ResponseWriter, r *http.Request) {
+func (a *API) get(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	id, err := endpointID(r)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	rc, err := a.reachOf(r.Context(), t)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	ep, err := a.endpointFor(r.Context(), a.Registry.DB, t, rc, id, false)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	ans, err := endpointAnswer(http.StatusOK, ep, nil)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	if l, ok := conditional.IfNoneMatch(r); ok && l.Matches(ans.Headers["ETag"], true) {
 		conditional.NotModified(w, ans.Headers["ETag"])
-		return
+		return nil
 	}
 	send(w, ans)
+	return nil
 }
 
 // endpointList is the answer of the list.
@@ -413,88 +405,76 @@ type listPagination struct {
 // list is GET {prefix}/{organizationId}/webhook_endpoints: the endpoints
 // of the organization, oldest first, by limit (1 to 100, default 100) and
 // offset.
-func (a *API) list(w http.ResponseWriter, r *http.Request) {
+func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	ctx := r.Context()
 	params, err := queryParams(r, "limit", "offset")
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	limit, err := intParam(params, "limit", maxEndpointLimit, 1, maxEndpointLimit)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	offset, err := intParam(params, "offset", 0, 0, 1<<30)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	// An organization has at most MaxEndpoints: the page is cut here, after
 	// the endpoints out of the token's reach are left out.
 	text, args, err := a.Registry.Dialect.SQL(sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}).
 		OrderBy("created_at", "id"))
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-		return
+		return apierrors.Internal(err)
 	}
 	rows, err := a.Registry.DB.QueryContext(ctx, text, args...)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, dbError("list endpoints", err))
-		return
+		return dbError("list endpoints", err)
 	}
 	defer rows.Close()
 	var visible []*endpointView
 	for rows.Next() {
 		ep, err := scanEndpoint(rows)
 		if err != nil {
-			a.Registry.ErrorWriter().Write(w, r, dbError("list endpoints", err))
-			return
+			return dbError("list endpoints", err)
 		}
 		if rc.sees(ep) {
 			visible = append(visible, ep)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		a.Registry.ErrorWriter().Write(w, r, dbError("list endpoints", err))
-		return
+		return dbError("list endpoints", err)
 	}
 	out := endpointList{Data: []*endpointView{}, Pagination: listPagination{Limit: limit, Offset: offset, Total: len(visible)}, Version: apiVersion}
 	if offset < len(visible) {
 		out.Data = append(out.Data, visible[offset:min(len(visible), offset+limit)]...)
 	}
-	a.writeJSON(w, r, http.StatusOK, out)
+	return writeJSON(w, http.StatusOK, out)
 }
 
 // update is PATCH {prefix}/{organizationId}/webhook_endpoints/{id}.
-func (a *API) update(w http.ResponseWriter, r *http.Request) {
+func (a *API) update(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	in, err := a.readEndpoint(w, r, false)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	orgBranches, err := a.orgBranches(ctx, t, in)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	d := a.Registry.Dialect
 	var ans *idempotency.Answer
@@ -556,27 +536,25 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) {
 		return a.remember(ctx, tx, r, ans)
 	})
 	if err != nil {
-		a.writeFailedWrite(w, r, err)
-		return
+		return a.failedWrite(w, r, err)
 	}
 	send(w, ans)
+	return nil
 }
 
 // delete is DELETE {prefix}/{organizationId}/webhook_endpoints/{id}: it
 // removes the endpoint with its deliveries and their attempts, and answers
 // with the endpoint as it was.
-func (a *API) delete(w http.ResponseWriter, r *http.Request) {
+func (a *API) delete(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	ctx := r.Context()
 	id, err := endpointID(r)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	rc, err := a.reachOf(ctx, t)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	var ep *endpointView
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
@@ -602,13 +580,12 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		a.writeFailedWrite(w, r, err)
-		return
+		return a.failedWrite(w, r, err)
 	}
 	ans, err := endpointAnswer(http.StatusOK, ep, nil)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	send(w, ans)
+	return nil
 }

@@ -133,17 +133,18 @@ type envelope struct {
 	Version string `json:"version"`
 }
 
-// writeJSON writes v as the JSON answer with status.
-func (a *API) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+// writeJSON writes v as the JSON answer with status; when v does not
+// encode it writes nothing and returns the error to answer.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
-		a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-		return
+		return apierrors.Internal(err)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+	return nil
 }
 
 // queryParams parses the query of r, refusing a parameter not in allowed

@@ -52,6 +52,7 @@ func (a *API) idempotencyStore() idempotency.Store {
 // idempotent is the Idempotency-Key middleware of the writes (see
 // idempotency.Middleware); a replay of a create shows the secret again.
 func (a *API) idempotent(next http.Handler) http.Handler {
+	ew := a.Registry.ErrorWriter()
 	return idempotency.Middleware(idempotency.Options{
 		Limit: MaxBodyBytes,
 		Fingerprint: func(r *http.Request, body []byte) string {
@@ -61,8 +62,14 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 		Lookup: func(r *http.Request, key string) (*idempotency.Answer, error) {
 			return a.idempotencyStore().Lookup(r.Context(), a.Registry.DB, idempotency.OwnerOf(tenant(r)), key)
 		},
-		Replay: a.replay,
-		Error:  func(w http.ResponseWriter, r *http.Request, err error) { a.Registry.ErrorWriter().Write(w, r, err) },
+		// The middleware's callbacks return nothing: they answer the
+		// errors themselves, with the Writer the handlers' errors get.
+		Replay: func(w http.ResponseWriter, r *http.Request, k *idempotency.Keyed, ans *idempotency.Answer) {
+			if err := a.replay(w, r, k, ans); err != nil {
+				ew.Write(w, r, err)
+			}
+		},
+		Error: ew.Write,
 	})(next)
 }
 
@@ -80,19 +87,18 @@ func (a *API) remember(ctx context.Context, tx *sql.Tx, r *http.Request, ans *id
 
 // replay answers a request whose Idempotency-Key has the stored answer
 // ans: ans again when the request is the one it answered (the answer of a
-// create with the endpoint's secret read again), else 422.
-func (a *API) replay(w http.ResponseWriter, r *http.Request, k *idempotency.Keyed, ans *idempotency.Answer) {
+// create with the endpoint's secret read again); else it writes nothing
+// and returns the error to answer, the 422 of a key used for another
+// request.
+func (a *API) replay(w http.ResponseWriter, r *http.Request, k *idempotency.Keyed, ans *idempotency.Answer) error {
 	if ans.Fingerprint == k.Fingerprint && r.PathValue("id") == "" && ans.Status == http.StatusCreated {
 		withSecret, err := a.withSecret(r, ans)
 		if err != nil {
-			a.Registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-			return
+			return apierrors.Internal(err)
 		}
 		ans = withSecret
 	}
-	if err := idempotency.Replay(w, k.Fingerprint, ans); err != nil {
-		a.Registry.ErrorWriter().Write(w, r, err)
-	}
+	return idempotency.Replay(w, k.Fingerprint, ans)
 }
 
 // withSecret returns the stored answer of a create with the endpoint's
@@ -187,17 +193,20 @@ func checkIfMatch(r *http.Request, ep *endpointView) error {
 	return conditional.CheckIfMatch(r, data)
 }
 
-// writeFailedWrite answers a write that err ended: the stored answer of
-// its Idempotency-Key, 412 with the endpoint as stored, or err.
-func (a *API) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error) {
+// failedWrite answers a write that err ended with the stored answer of
+// its Idempotency-Key or 412 with the endpoint as stored, and returns nil;
+// for any other err (or a replay that fails) it writes nothing and
+// returns the error to answer.
+func (a *API) failedWrite(w http.ResponseWriter, r *http.Request, err error) error {
 	var stale *conditional.Stale
 	var rep *idempotency.Replayed
 	switch {
 	case errors.As(err, &rep):
-		a.replay(w, r, keyedOf(r), rep.Answer)
+		return a.replay(w, r, keyedOf(r), rep.Answer)
 	case errors.As(err, &stale):
 		conditional.WriteStale(w, stale, "the endpoint has changed since the version If-Match names; nothing was changed. data holds the endpoint as stored, ETag its version: apply your change to it and send again with that ETag", apiVersion)
+		return nil
 	default:
-		a.Registry.ErrorWriter().Write(w, r, err)
+		return err
 	}
 }
