@@ -296,41 +296,39 @@ func (s *Server) connectedAppsAdmin(r *http.Request) (string, error) {
 // handleConnectedApps lists an organization's connected apps: GET
 // Paths.ConnectedApps with the product user token of an admin of the
 // organization; the answer is {"data": [ConnectedApp...]}.
-func (s *Server) handleConnectedApps(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleConnectedApps(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	org, err := s.connectedAppsAdmin(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	apps, err := s.ConnectedApps(r.Context(), org)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Data []ConnectedApp `json:"data"`
 	}{apps})
+	return nil
 }
 
 // handleDisconnectApp disconnects an app: DELETE
 // Paths.ConnectedApps/{client_id} with the product user token of an admin
 // of the organization; the answer is {"data": Disconnection}.
-func (s *Server) handleDisconnectApp(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDisconnectApp(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	org, err := s.connectedAppsAdmin(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	d, err := s.DisconnectApp(r.Context(), org, r.PathValue("client_id"))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Data *Disconnection `json:"data"`
 	}{d})
+	return nil
 }
 
 // oaConnectedApps describes the connected apps endpoints in d, with the

@@ -155,16 +155,16 @@ func (s *Server) Mount(mux *http.ServeMux) {
 		panic(err)
 	}
 	p := s.paths()
-	mux.HandleFunc("POST "+p.Token, s.handleToken(allGrants))
-	mux.HandleFunc("POST "+p.UserToken, s.handleUserToken)
-	mux.HandleFunc("POST "+p.Apps, s.handleRegisterApp)
-	mux.HandleFunc("POST "+p.Apps+"/{client_id}/rotate-secret", s.handleRotateSecret)
-	mux.HandleFunc("POST "+p.Revoke, s.handleRevoke)
-	mux.HandleFunc("POST "+p.Introspect, s.handleIntrospect)
+	mux.Handle("POST "+p.Token, s.handle(s.handleToken(allGrants)))
+	mux.Handle("POST "+p.UserToken, s.handle(s.handleUserToken))
+	mux.Handle("POST "+p.Apps, s.handle(s.handleRegisterApp))
+	mux.Handle("POST "+p.Apps+"/{client_id}/rotate-secret", s.handle(s.handleRotateSecret))
+	mux.Handle("POST "+p.Revoke, s.handle(s.handleRevoke))
+	mux.Handle("POST "+p.Introspect, s.handle(s.handleIntrospect))
 	mux.HandleFunc("GET "+p.Metadata, s.handleMetadata)
-	mux.HandleFunc("GET "+p.JWKS, s.handleJWKS)
-	mux.HandleFunc("GET "+p.ConnectedApps, s.handleConnectedApps)
-	mux.HandleFunc("DELETE "+p.ConnectedApps+"/{client_id}", s.handleDisconnectApp)
+	mux.Handle("GET "+p.JWKS, s.handle(s.handleJWKS))
+	mux.Handle("GET "+p.ConnectedApps, s.handle(s.handleConnectedApps))
+	mux.Handle("DELETE "+p.ConnectedApps+"/{client_id}", s.handle(s.handleDisconnectApp))
 	s.mountConsent(mux, p)
 }
 
@@ -178,7 +178,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 // It does not check the method. OpenAPIClientCredentials describes it for
 // the host's OpenAPI document.
 func (s *Server) ClientCredentialsHandler() http.Handler {
-	return s.handleToken(clientCredentialsOnly)
+	return s.handle(s.handleToken(clientCredentialsOnly))
 }
 
 type grantSet int
@@ -191,16 +191,16 @@ const (
 // handleToken is the token endpoint (RFC 6749 section 3.2). The client is
 // authenticated before any code or refresh token is looked at, so a failed
 // authentication never spends a grant.
-func (s *Server) handleToken(grants grantSet) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleToken(grants grantSet) apierrors.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Pragma", "no-cache")
 		tok, err := s.token(r, grants)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, tokenResponse(tok))
+		return nil
 	}
 }
 
@@ -368,13 +368,13 @@ func parseParams(ct string, body []byte) (url.Values, error) {
 // answered 400 unsupported_token_type and a token of another client 400
 // unauthorized_client; an unknown or expired token 200, as RFC 7009
 // section 2.2 asks.
-func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	if err := s.revoke(r); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusOK)
+	return nil
 }
 
 // clientRequest reads the parameters of a request that must authenticate
@@ -407,14 +407,14 @@ func (s *Server) revoke(r *http.Request) error {
 // whether a token is active. A client learns only about tokens issued to
 // itself (RFC 7662 section 4): any other token, active or not, is
 // answered {"active": false}, like an unknown one.
-func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleIntrospect(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	resp, err := s.introspect(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
 }
 
 // introspection is the RFC 7662 response.
@@ -519,15 +519,13 @@ const jwksMaxAge = 5 * time.Minute
 // are all HS256 has nothing to publish: it answers 404 not_found, and its
 // metadata names no jwks_uri, so that no client takes an empty set for
 // one that will be filled.
-func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) error {
 	if s.Keys == nil || len(s.Keys.JWKS().Keys) == 0 {
-		s.writeError(w, r, apierrors.NotFound("this server signs tokens with a shared secret (HS256) and publishes no keys"))
-		return
+		return apierrors.NotFound("this server signs tokens with a shared secret (HS256) and publishes no keys")
 	}
 	body, err := json.Marshal(s.Keys.JWKS())
 	if err != nil {
-		s.writeError(w, r, apierrors.Internal(err))
-		return
+		return apierrors.Internal(err)
 	}
 	etag := conditional.ETag(body)
 	h := w.Header()
@@ -535,10 +533,11 @@ func (s *Server) handleJWKS(w http.ResponseWriter, r *http.Request) {
 	h.Set("ETag", etag)
 	if match, ok := conditional.IfNoneMatch(r); ok && match.Matches(etag, true) {
 		conditional.NotModified(w, etag)
-		return
+		return nil
 	}
 	h.Set("Content-Type", "application/jwk-set+json")
 	_, _ = w.Write(body)
+	return nil
 }
 
 // decodeJSON reads a JSON object body into v: Content-Type must be

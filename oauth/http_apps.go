@@ -16,18 +16,18 @@ import (
 
 // handleUserToken is the product user sign-in: POST
 // Paths.UserToken?grant_type=password with {email, password}.
-func (s *Server) handleUserToken(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleUserToken(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	tok, err := s.userSignIn(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct {
 		AccessToken string `json:"access_token"`
 		TokenType   string `json:"token_type"`
 		ExpiresIn   int    `json:"expires_in"`
 	}{tok.AccessToken, tok.TokenType, tok.ExpiresIn})
+	return nil
 }
 
 func (s *Server) userSignIn(r *http.Request) (*Token, error) {
@@ -114,33 +114,29 @@ func NewAppResponse(app *App, secret string) AppResponse {
 
 // handleRegisterApp registers an app: POST Paths.Apps with the
 // product user token of an admin of the organization.
-func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	user, err := s.productUser(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var body appBody
 	if err := decodeJSON(r, &body); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	if body.OrganizationID == "" {
-		s.writeError(w, r, apierrors.InvalidRequest("organization_id is required: the organization that registers the app"))
-		return
+		return apierrors.InvalidRequest("organization_id is required: the organization that registers the app")
 	}
 	if err := s.requireAdmin(r, user, body.OrganizationID); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	app, secret, err := s.RegisterApp(r.Context(), NewApp(body))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set("Location", s.paths().Apps+"/"+app.ClientID)
 	writeJSON(w, http.StatusCreated, NewAppResponse(app, secret))
+	return nil
 }
 
 // handleRotateSecret gives an app a new secret: POST
@@ -148,43 +144,38 @@ func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) {
 // organization. The body is empty or the JSON object {"revoke_tokens":
 // true}, which also revokes the app's tokens (see RotateAppSecret); the
 // answer is a SecretRotation.
-func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	user, err := s.productUser(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	clientID := r.PathValue("client_id")
 	app, err := s.Store.App(r.Context(), clientID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		s.writeError(w, r, apierrors.NotFound("no such app"))
-		return
+		return apierrors.NotFound("no such app")
 	case err != nil:
-		s.writeError(w, r, apierrors.Internal(err))
-		return
+		return apierrors.Internal(err)
 	}
 	if err := s.requireAdmin(r, user, app.OrganizationID); err != nil {
 		if apierrors.HasCode(err, apierrors.CodeNotFound) {
 			err = apierrors.NotFound("no such app")
 		}
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	var body struct {
 		RevokeTokens bool `json:"revoke_tokens"`
 	}
 	if r.ContentLength != 0 {
 		if err := decodeJSON(r, &body); err != nil {
-			s.writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	rotation, err := s.RotateAppSecret(r.Context(), clientID, body.RevokeTokens)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, rotation)
+	return nil
 }

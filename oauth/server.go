@@ -112,10 +112,21 @@ func (s *Server) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// writeError answers r with err, logging to the server's Logger and naming
-// its realm in challenges.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apierrors.Writer{Logger: s.logger(), Realm: s.realm()}.Write(w, r, err)
+// errorWriter is the Writer of the server's errors: it logs to the
+// server's Logger and names its realm in challenges.
+func (s *Server) errorWriter() apierrors.Writer {
+	return apierrors.Writer{Logger: s.logger(), Realm: s.realm()}
+}
+
+// handle returns an http.Handler that runs h and answers its error with
+// errorWriter. The Writer is made when a request is served, not when the
+// endpoint is mounted: Issuer (which gives the default realm) and Logger
+// may be set after Mount, as when the issuer is the URL of the server the
+// handler was mounted on.
+func (s *Server) handle(h apierrors.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.errorWriter().Handle(h).ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) realm() string {
