@@ -70,13 +70,13 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 	return h.writeRecord(w, r, http.StatusOK, vals)
 }
 
-// failedWrite answers a POST, PATCH or DELETE that failed: with the
+// answerFailed answers a POST, PATCH or DELETE that failed: with the
 // answer another request with its Idempotency-Key stored meanwhile (or
 // returns 422 idempotency_key_reused when that answer is of another
 // request); 412 with the stored record for an If-Match that names another
 // version. Else it writes nothing and returns err as refuse judges it (see
 // writeError).
-func (h *handlers) failedWrite(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) error {
+func (h *handlers) answerFailed(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) error {
 	var stale *conditional.Stale
 	var rep *idempotency.Replayed
 	switch {
@@ -166,7 +166,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	})
 	if err != nil {
-		return h.failedWrite(w, r, err, apierrors.CreateFailed)
+		return h.answerFailed(w, r, err, apierrors.CreateFailed)
 	}
 	h.committed(change)
 	send(w, a)
@@ -216,7 +216,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 		return err
 	})
 	if err != nil {
-		return h.failedWrite(w, r, err, apierrors.InvalidUpdate)
+		return h.answerFailed(w, r, err, apierrors.InvalidUpdate)
 	}
 	h.committed(change)
 	send(w, a)
@@ -278,7 +278,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 		if sqlerr.KindOf(err) == sqlerr.ForeignKey {
 			err = apierrors.Conflict("the record is still referenced by other records; delete or change those first")
 		}
-		return h.failedWrite(w, r, err, apierrors.InvalidRequest)
+		return h.answerFailed(w, r, err, apierrors.InvalidRequest)
 	}
 	h.committed(change)
 	return h.writeRecord(w, r, http.StatusOK, vals)
