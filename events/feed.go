@@ -80,15 +80,17 @@ func (f *Feed) Mount(mux *http.ServeMux) {
 		Scope: func(*http.Request) string { return ReadScope }, Logger: g.Logger, Realm: g.Realm,
 		ResourceMetadata: g.ResourceMetadata,
 	})
-	var h http.Handler = http.HandlerFunc(f.serve)
+	ew := g.ErrorWriter()
+	h := ew.Handle(f.serve)
 	if g.Middleware != nil {
 		h = g.Middleware(h)
 	}
 	h = mw(h)
 	notAllowed := apierrors.MethodNotAllowed("GET", "HEAD")
+	refuse := ew.Handle(func(http.ResponseWriter, *http.Request) error { return notAllowed })
 	for _, p := range g.PathPrefixes() {
 		mux.Handle("GET "+p+"/{scopeId}/events", h)
-		mux.HandleFunc(p+"/{scopeId}/events", func(w http.ResponseWriter, r *http.Request) { f.Registry.ErrorWriter().Write(w, r, notAllowed) })
+		mux.Handle(p+"/{scopeId}/events", refuse)
 	}
 }
 
@@ -205,17 +207,18 @@ func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool
 	return and, true
 }
 
-func (f *Feed) serve(w http.ResponseWriter, r *http.Request) {
+// serve is GET {prefix}/{scopeId}/events: it answers with the page the
+// query asks, or returns the error of a query it refuses or a page it
+// cannot read, having written nothing.
+func (f *Feed) serve(w http.ResponseWriter, r *http.Request) error {
 	t, _ := tenancy.FromContext(r.Context())
 	q, err := f.parse(r.URL.RawQuery)
 	if err != nil {
-		f.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	page, next, err := f.page(r.Context(), t, q)
 	if err != nil {
-		f.Registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	buf := make([]byte, 0, 64+len(page)*768)
 	buf = append(buf, `{"data":[`...)
@@ -232,6 +235,7 @@ func (f *Feed) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
 	_, _ = w.Write(buf)
+	return nil
 }
 
 // page reads the page q asks of the tenant's feed and returns it with the

@@ -57,36 +57,36 @@ func tenant(r *http.Request) tenancy.Tenant {
 }
 
 // get is GET {prefix}/{scopeId}/{resource}/{id}.
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
-		h.registry.ErrorWriter().Write(w, r, h.notFound())
-		return
+		return h.notFound()
 	}
 	vals, err := h.find(r.Context(), h.db(), t, id, false)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
-	h.writeRecord(w, r, http.StatusOK, vals)
+	return h.writeRecord(w, r, http.StatusOK, vals)
 }
 
-// writeFailedWrite answers a POST, PATCH or DELETE that failed: with the
-// answer another request with its Idempotency-Key stored meanwhile; 412
-// with the stored record for an If-Match that names another version; else
-// err as refuse judges it (see writeError).
-func (h *handlers) writeFailedWrite(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) {
+// answerFailed answers a POST, PATCH or DELETE that failed: with the
+// answer another request with its Idempotency-Key stored meanwhile (or
+// returns 422 idempotency_key_reused when that answer is of another
+// request); 412 with the stored record for an If-Match that names another
+// version. Else it writes nothing and returns err as refuse judges it (see
+// writeError).
+func (h *handlers) answerFailed(w http.ResponseWriter, r *http.Request, err error, refuse func(string, ...any) *apierrors.Error) error {
 	var stale *conditional.Stale
 	var rep *idempotency.Replayed
 	switch {
 	case errors.As(err, &rep):
-		h.replay(w, r, idempotentOf(r), rep.Answer)
+		return idempotency.Replay(w, idempotentOf(r).Fingerprint, rep.Answer)
 	case errors.As(err, &stale):
 		writeStale(w, stale)
-	default:
-		h.registry.ErrorWriter().Write(w, r, writeError(err, refuse))
+		return nil
 	}
+	return writeError(err, refuse)
 }
 
 // recordAnswer returns the answer of a write of a record: status, the
@@ -125,16 +125,14 @@ func send(w http.ResponseWriter, a *answer) {
 }
 
 // create is POST {prefix}/{scopeId}/{resource}.
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	if _, err := h.mayWrite(r.Context(), t); err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	changes, err := h.resource.readChanges(w, r, true)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	id := newID()
 	var a *answer
@@ -168,34 +166,30 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		h.writeFailedWrite(w, r, err, apierrors.CreateFailed)
-		return
+		return h.answerFailed(w, r, err, apierrors.CreateFailed)
 	}
 	h.committed(change)
 	send(w, a)
+	return nil
 }
 
 // update is PATCH {prefix}/{scopeId}/{resource}/{id}.
-func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
-		h.registry.ErrorWriter().Write(w, r, h.notFound())
-		return
+		return h.notFound()
 	}
 	coversAll, err := h.mayWrite(r.Context(), t)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	if err := h.requireIfMatch(r); err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	changes, err := h.resource.readChanges(w, r, false)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	var a *answer
 	var change *Change
@@ -222,11 +216,11 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		h.writeFailedWrite(w, r, err, apierrors.InvalidUpdate)
-		return
+		return h.answerFailed(w, r, err, apierrors.InvalidUpdate)
 	}
 	h.committed(change)
 	send(w, a)
+	return nil
 }
 
 // applyUpdate runs the update hooks, checks the references and writes
@@ -246,21 +240,18 @@ func (h *handlers) applyUpdate(ctx context.Context, tx *sql.Tx, t tenancy.Tenant
 }
 
 // delete is DELETE {prefix}/{scopeId}/{resource}/{id}.
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	id, ok := query.CanonicalUUID(r.PathValue("id"))
 	if !ok {
-		h.registry.ErrorWriter().Write(w, r, h.notFound())
-		return
+		return h.notFound()
 	}
 	coversAll, err := h.mayWrite(r.Context(), t)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	if err := h.requireIfMatch(r); err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	var vals []any
 	var change *Change
@@ -287,11 +278,10 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 		if sqlerr.KindOf(err) == sqlerr.ForeignKey {
 			err = apierrors.Conflict("the record is still referenced by other records; delete or change those first")
 		}
-		h.writeFailedWrite(w, r, err, apierrors.InvalidRequest)
-		return
+		return h.answerFailed(w, r, err, apierrors.InvalidRequest)
 	}
 	h.committed(change)
-	h.writeRecord(w, r, http.StatusOK, vals)
+	return h.writeRecord(w, r, http.StatusOK, vals)
 }
 
 // change runs f in a transaction on the record with id of the tenant,
@@ -568,34 +558,33 @@ func (h *handlers) appendFields(b []byte, vals []any, only []bool) ([]byte, erro
 // whose If-None-Match names that tag gets 304 Not Modified instead. The tag
 // is the version of the whole record, also when fields (on a GET) shows
 // only some of it, so that a client may read a few fields and write with
-// If-Match.
-func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status int, vals []any) {
+// If-Match. It returns the error of a record it cannot write, or of a
+// fields parameter it refuses, having written nothing.
+func (h *handlers) writeRecord(w http.ResponseWriter, r *http.Request, status int, vals []any) error {
 	a, err := h.recordAnswer(status, vals, "")
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		etag := a.Headers["ETag"]
 		if l, ok := conditional.IfNoneMatch(r); ok && l.Matches(etag, true) {
 			conditional.NotModified(w, etag)
-			return
+			return nil
 		}
 		only, err := h.fields(r)
 		if err != nil {
-			h.registry.ErrorWriter().Write(w, r, err)
-			return
+			return err
 		}
 		if only != nil {
 			body := append(make([]byte, 0, len(a.Body)), `{"data":`...)
 			if body, err = h.appendFields(body, vals, only); err != nil {
-				h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-				return
+				return apierrors.Internal(err)
 			}
 			a.Body = append(body, `,"version":"`+Version+`"}`...)
 		}
 	}
 	send(w, a)
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -109,8 +109,9 @@ func (h *handlers) idempotency(next http.Handler) http.Handler {
 		Lookup: func(r *http.Request, key string) (*answer, error) {
 			return h.registry.idempotencyStore().Lookup(r.Context(), h.db(), idempotency.OwnerOf(tenant(r)), key)
 		},
-		Replay: h.replay,
-		Error:  func(w http.ResponseWriter, r *http.Request, err error) { h.registry.ErrorWriter().Write(w, r, err) },
+		// The package's Replay, whose 422 for another request goes to
+		// Error as every other error of the middleware.
+		Error: h.registry.ErrorWriter().Write,
 	})(next)
 }
 
@@ -135,12 +136,4 @@ func record(a *answer) []byte {
 func (h *handlers) remember(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, idem *idempotency.Keyed, a *answer) error {
 	a.Fingerprint = idem.Fingerprint
 	return h.registry.idempotencyStore().Remember(ctx, tx, idempotency.OwnerOf(t), idem.Key, a)
-}
-
-// replay answers with a stored answer when the request is the one it
-// answered, else with 422 idempotency_key_reused.
-func (h *handlers) replay(w http.ResponseWriter, r *http.Request, idem *idempotency.Keyed, a *answer) {
-	if err := idempotency.Replay(w, idem.Fingerprint, a); err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-	}
 }

@@ -9,17 +9,15 @@ import (
 )
 
 // list is GET {prefix}/{scopeId}/{resource}.
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
 	q, err := h.resource.schema.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	only, err := h.fields(r)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, err)
-		return
+		return err
 	}
 	d := h.dialect()
 	cond, args := tenantWhere(h.resource, t)
@@ -29,15 +27,13 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	peek.Limit++
 	pageSQL, pageArgs, err := d.SQL(peek.Page(d, h.selectFrom().Where(cond, args...)))
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-		return
+		return apierrors.Internal(err)
 	}
 	ctx := r.Context()
 	mode, asked := preferredCount(r)
 	total, applied, err := h.total(ctx, q, mode, cond, args)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, readError(err))
-		return
+		return readError(err)
 	}
 	w.Header().Add("Vary", "Prefer")
 	if asked && applied == mode {
@@ -45,8 +41,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	}
 	rows, err := h.db().QueryContext(ctx, pageSQL, pageArgs...)
 	if err != nil {
-		h.registry.ErrorWriter().Write(w, r, readError(err))
-		return
+		return readError(err)
 	}
 	defer rows.Close()
 	buf := make([]byte, 0, 512+256*q.Limit)
@@ -58,27 +53,23 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 		if n == q.Limit {
 			// The row after the page: the page's last row starts the next.
 			if next, err = q.NextCursor(h.sortValues(vals, q)); err != nil {
-				h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-				return
+				return apierrors.Internal(err)
 			}
 			break
 		}
 		if err := rows.Scan(ptrs...); err != nil {
-			h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-			return
+			return apierrors.Internal(err)
 		}
 		if n > 0 {
 			buf = append(buf, ',')
 		}
 		if buf, err = h.appendFields(buf, vals, only); err != nil {
-			h.registry.ErrorWriter().Write(w, r, apierrors.Internal(err))
-			return
+			return apierrors.Internal(err)
 		}
 		n++
 	}
 	if err := rows.Err(); err != nil {
-		h.registry.ErrorWriter().Write(w, r, readError(err))
-		return
+		return readError(err)
 	}
 	buf = append(buf, `],"pagination":{"limit":`...)
 	buf = strconv.AppendInt(buf, int64(q.Limit), 10)
@@ -99,6 +90,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	}
 	buf = append(buf, `},"version":"`+Version+`"}`...)
 	writeJSON(w, http.StatusOK, buf)
+	return nil
 }
 
 // sortValues returns the values of the sort keys of q in a row as scanned.

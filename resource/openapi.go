@@ -140,10 +140,9 @@ func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
 		err  error
 	)
 	notAllowed := apierrors.MethodNotAllowed(http.MethodGet, http.MethodHead)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return g.ErrorWriter().Handle(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			g.ErrorWriter().Write(w, r, notAllowed)
-			return
+			return notAllowed
 		}
 		once.Do(func() {
 			body, err = g.OpenAPI(info)
@@ -151,14 +150,14 @@ func (g *Registry) OpenAPIHandler(info OpenAPIInfo) http.Handler {
 			etag = `"` + hex.EncodeToString(sum[:12]) + `"`
 		})
 		if err != nil {
-			g.ErrorWriter().Write(w, r, apierrors.Internal(err))
-			return
+			return apierrors.Internal(err)
 		}
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Etag", etag)
 		h.Set("Cache-Control", "no-cache")
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+		return nil
 	})
 }
 

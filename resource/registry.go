@@ -192,6 +192,7 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 			"the same on every replica) before Register, or give a *bearer.Verifier with Keys to derive it from",
 			strings.Join(g.noCursors, ", "), query.MinCursorKeyLength))
 	}
+	ew := g.ErrorWriter()
 	for _, r := range g.resources {
 		mw := tenancy.Middleware(tenancy.Options{
 			Verifier: g.Verifier, Branches: g.Branches, ScopeType: r.ScopeType,
@@ -201,8 +202,8 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 		h := newHandlers(g, r)
 		// A write's Idempotency-Key is looked up after Middleware: a
 		// replay is a request, which a rate limit counts and may refuse.
-		wrap := func(f http.HandlerFunc, idempotent bool) http.Handler {
-			var next http.Handler = f
+		wrap := func(f apierrors.HandlerFunc, idempotent bool) http.Handler {
+			next := ew.Handle(f)
 			if idempotent {
 				next = h.idempotency(next)
 			}
@@ -225,20 +226,19 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 				mux.Handle("PATCH "+item, wrap(h.update, true))
 				mux.Handle("DELETE "+item, wrap(h.delete, false))
 			}
-			mux.Handle(collection, g.methodNotAllowed(collectionAllow))
-			mux.Handle(item, g.methodNotAllowed(itemAllow))
+			mux.Handle(collection, methodNotAllowed(ew, collectionAllow))
+			mux.Handle(item, methodNotAllowed(ew, itemAllow))
 		}
 	}
 }
 
-func (g *Registry) methodNotAllowed(allow []string) http.Handler {
+// methodNotAllowed answers every request with 405 and an Allow header
+// that lists allow, through ew.
+func methodNotAllowed(ew apierrors.Writer, allow []string) http.Handler {
 	err := apierrors.MethodNotAllowed(allow...)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.ErrorWriter().Write(w, r, err)
-	})
+	return ew.Handle(func(http.ResponseWriter, *http.Request) error { return err })
 }
 
-// errors returns the Writer of the registry's error answers.
 // ErrorWriter returns the apierrors.Writer that answers the errors of the
 // registry's handlers, and of the components configured from it (the
 // change feed, the webhook endpoints): its Logger, Realm and
