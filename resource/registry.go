@@ -23,6 +23,8 @@ var defaultPrefixes = []string{"/v1", "/api/v1"}
 
 // Registry holds the resources of an API and serves them. DB, Dialect,
 // Verifier and Branches are required; the rest have useful zero values.
+// Mount, and the components configured from the registry (events.Feed,
+// webhook.API) when they mount, read its fields once: set them all first.
 type Registry struct {
 	// DB is the database of every resource's table. Give a SQLite
 	// database one connection (db.SetMaxOpenConns(1)): SQLite has one
