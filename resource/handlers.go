@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -633,5 +632,3 @@ func writeError(err error, refuse func(string, ...any) *apierrors.Error) error {
 func newID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
-
-var _ = fmt.Sprintf
