@@ -13,6 +13,7 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
+	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -214,6 +215,15 @@ func (d *Dispatcher) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// logFailure logs a step of the dispatcher that failed with err: at the
+// warning level when the database could not be reached or timed out (an
+// outage, which the API answers with 503 and which the next pass retries),
+// at the error level otherwise.
+func (d *Dispatcher) logFailure(msg string, err error, args ...any) {
+	level := apierrors.LogLevel(apierrors.From(err).Status)
+	d.logger().Log(context.Background(), level, msg, append(args, "error", err)...)
+}
+
 func (d *Dispatcher) observe(o Outcome) {
 	if d.Observe != nil {
 		d.Observe(o)
@@ -281,13 +291,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if fanOut {
 			lastFanOut = time.Now()
 			if err := d.fanOut(ctx); err != nil && ctx.Err() == nil {
-				d.logger().Error("webhook: fan-out", "error", err)
+				d.logFailure("webhook: fan-out", err)
 			}
 		}
 		if free := cap(slots) - len(slots); free > 0 && ctx.Err() == nil {
 			jobs, err := d.claim(ctx, free, cap(slots), fl)
 			if err != nil && ctx.Err() == nil {
-				d.logger().Error("webhook: claim deliveries", "error", err)
+				d.logFailure("webhook: claim deliveries", err)
 			}
 			for _, j := range jobs {
 				slots <- struct{}{}
@@ -301,7 +311,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 						}
 					}()
 					if _, err := d.deliver(work, j); err != nil {
-						d.logger().Error("webhook: record an attempt", "delivery", j.id, "error", err)
+						d.logFailure("webhook: record an attempt", err, "delivery", j.id)
 					}
 				})
 			}
