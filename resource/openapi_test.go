@@ -692,3 +692,19 @@ func TestOpenAPISafeWrites(t *testing.T) {
 	assert.Equal(t, []any{"string", "null"}, oaAt(t, doc, "components", "schemas", "Pagination", "properties", "next_cursor", "type"))
 	assert.Contains(t, oaObj(t, doc, "paths", "/v1/{scopeId}/quotations", "get", "responses", "200", "headers"), "Link")
 }
+
+// A host that has no verifier yet, and passes its nil *bearer.Verifier,
+// registers its resources: there is then no key to derive cursors from,
+// which Mount refuses, not Register.
+func TestRegisterWithNilVerifier(t *testing.T) {
+	t.Parallel()
+	var v *bearer.Verifier
+	reg := &resource.Registry{Verifier: v}
+	assert.NotPanics(t, func() {
+		assert.NoError(t, reg.Register(testResources()...))
+	})
+	defer func() {
+		assert.Contains(t, fmt.Sprint(recover()), "registered without a cursor key", "Mount refuses")
+	}()
+	reg.Mount(http.NewServeMux())
+}

@@ -102,7 +102,7 @@ func (g *Registry) cursorKey() ([]byte, error) {
 		}
 		return g.CursorKey, nil
 	}
-	if v, ok := g.Verifier.(*bearer.Verifier); ok && v.Keys != nil {
+	if v, ok := g.Verifier.(*bearer.Verifier); ok && v != nil && v.Keys != nil {
 		return v.Keys.Derive(CursorPurpose), nil
 	}
 	return nil, nil
