@@ -1,10 +1,8 @@
 package oauth
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -46,8 +44,7 @@ func peekParams(r *http.Request) url.Values {
 	if ct != "application/x-www-form-urlencoded" && ct != "application/json" {
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
-	r.Body = peekedBody{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
+	body, err := httpbody.Peek(r, maxRequestBytes)
 	if err != nil || len(body) > maxRequestBytes {
 		return nil
 	}
@@ -56,11 +53,4 @@ func peekParams(r *http.Request) url.Values {
 		return nil
 	}
 	return form
-}
-
-// peekedBody is a request body of which peekParams read the start: it
-// reads that start again, then the rest, and closes the original body.
-type peekedBody struct {
-	io.Reader
-	io.Closer
 }

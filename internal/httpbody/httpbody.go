@@ -7,6 +7,7 @@
 package httpbody
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"mime"
@@ -29,6 +30,24 @@ func Read(w http.ResponseWriter, r *http.Request, limit int) ([]byte, error) {
 		return nil, apierrors.InvalidRequest("the request body could not be read")
 	}
 	return body, nil
+}
+
+// Peek reads the start of r's body for a step in front of the handler (an
+// idempotency fingerprint, a rate-limit key): at most limit bytes and one
+// more, so that the caller can tell a body over limit. It gives r a body
+// that reads the same bytes again, then what was left, and closes the
+// original: the handler reads, and refuses, the body as it was sent. The
+// error is the reader's own, after what could be read is put back.
+func Peek(r *http.Request, limit int) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	r.Body = peeked{Reader: io.MultiReader(bytes.NewReader(body), r.Body), Closer: r.Body}
+	return body, err
+}
+
+// peeked is a body of which Peek read the start.
+type peeked struct {
+	io.Reader
+	io.Closer
 }
 
 // JSON reads the body of r as Read does, after checking that its

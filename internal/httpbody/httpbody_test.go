@@ -137,3 +137,47 @@ func TestTooLarge(t *testing.T) {
 	assert.True(t, httpbody.TooLarge(&http.MaxBytesError{Limit: 1}))
 	assert.True(t, httpbody.TooLarge(errors.Join(errors.New("read"), &http.MaxBytesError{Limit: 1})))
 }
+
+// closeCounter counts the Close calls of a body.
+type closeCounter struct {
+	io.Reader
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }
+
+// Peek reads at most limit bytes and one more, and the handler then reads
+// the whole body as it was sent; closing it closes the original.
+func TestPeek(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		limit      int
+		wantPeek   string
+	}{
+		{"empty", "", 4, ""},
+		{"under the limit", "abc", 4, "abc"},
+		{"at the limit", "abcd", 4, "abcd"},
+		{"over the limit", "abcdefgh", 4, "abcde"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			orig := &closeCounter{Reader: strings.NewReader(tt.body)}
+			r := httptest.NewRequest(http.MethodPost, "/", nil)
+			r.Body = orig
+			got, err := httpbody.Peek(r, tt.limit)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantPeek, string(got))
+			all, err := io.ReadAll(r.Body)
+			require.NoError(t, err)
+			assert.Equal(t, tt.body, string(all), "the handler reads the whole body")
+			require.NoError(t, r.Body.Close())
+			assert.Equal(t, 1, orig.closed)
+		})
+	}
+
+	r := httptest.NewRequest(http.MethodPost, "/", failingReader{})
+	_, err := httpbody.Peek(r, 4)
+	assert.EqualError(t, err, "connection reset")
+}

@@ -27,7 +27,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,6 +35,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/httpbody"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -80,11 +80,10 @@ func Key(r *http.Request) (key string, ok bool, err error) {
 // one more, and gives r a body that reads the same bytes again, then what
 // was left: a handler that refuses bodies over limit still does.
 func ReadBody(r *http.Request, limit int) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	body, err := httpbody.Peek(r, limit)
 	if err != nil {
 		return nil, apierrors.InvalidRequest("the request body could not be read")
 	}
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 	return body, nil
 }
 
