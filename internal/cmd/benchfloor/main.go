@@ -120,12 +120,16 @@ func run(path string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The end of stdin stops the floor like a signal. It cancels a context
+	// of its own: stop would also let the next SIGTERM kill the process
+	// before it closed its pool.
+	ctx, cancel := context.WithCancel(signalled)
+	defer cancel()
 	go func() {
-		// The end of stdin stops the floor like a signal.
 		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
+		cancel()
 	}()
 
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
