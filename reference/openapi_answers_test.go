@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,8 +238,14 @@ func (w *oavWorld) tokens(t *testing.T) []string {
 	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/introspect", oavBasic(w.clientID, w.secret), url.Values{"token": {"unknown"}}), 200)
 	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/revoke", oavBasic(w.clientID, w.secret), url.Values{"token": {"unknown"}}), 200)
 	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/revoke", oavBasic(w.clientID, w.secret), url.Values{"token": {w.token}}), 400)
-	return []string{"requestToken 200", "requestToken 401", "requestV1Token 200", "requestV1Token 400",
-		"introspectToken 200", "revokeToken 200", "revokeToken 400"}
+	// A body over 64 KiB: the token service's one 413 answer
+	// (OAuthPayloadTooLarge), which app registration and secret rotation
+	// give too.
+	big := strings.Repeat("x", 64<<10)
+	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/token", oavBasic(w.clientID, w.secret), url.Values{"grant_type": {"client_credentials"}, "scope": {big}}), 413)
+	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/revoke", oavBasic(w.clientID, w.secret), url.Values{"token": {big}}), 413)
+	return []string{"requestToken 200", "requestToken 401", "requestToken 413", "requestV1Token 200", "requestV1Token 400",
+		"introspectToken 200", "revokeToken 200", "revokeToken 400", "revokeToken 413"}
 }
 
 // feedAndWebhooks are the answers of the change feed and of the webhook
