@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -66,6 +67,10 @@ const (
 	// CodeCursorExpired is a 410 for a change-feed cursor older than what
 	// the feed still keeps: the events after it were removed.
 	CodeCursorExpired = "cursor_expired"
+	// CodeInvalidBatch is a 400 for a batch write refused as a whole: an
+	// empty batch, one over the bounds, or one with refused items, which
+	// Error.Items names (see InvalidBatch).
+	CodeInvalidBatch = "invalid_batch"
 	// CodeClientClosed is no answer a client sees: it marks, in logs and
 	// metrics, a request whose client went away before the answer.
 	CodeClientClosed = "client_closed_request"
@@ -113,6 +118,7 @@ var statuses = map[string]int{
 	CodeIdempotencyKeyReused:    http.StatusUnprocessableEntity,
 	CodeIdempotencyInProgress:   http.StatusConflict,
 	CodeCursorExpired:           http.StatusGone,
+	CodeInvalidBatch:            http.StatusBadRequest,
 	CodeClientClosed:            StatusClientClosedRequest,
 	CodeInvalidClient:           http.StatusUnauthorized,
 	CodeInvalidGrant:            http.StatusBadRequest,
@@ -148,6 +154,10 @@ type Error struct {
 	Description string
 	// Header holds response headers that go with this error. Nil for most.
 	Header http.Header
+	// Items are the refusals of the items of a batch write, sent as
+	// "errors" (see InvalidBatch); nil for every other error, which sends
+	// no "errors" member.
+	Items []ItemError
 
 	cause error
 	scope string // the scope named in an insufficient_scope challenge
@@ -324,6 +334,33 @@ func NotFound(format string, args ...any) *Error {
 // deleting a record that others still refer to.
 func Conflict(format string, args ...any) *Error {
 	return New(CodeConflict, format, args...)
+}
+
+// ItemError is the refusal of one item of a batch write: its place in the
+// batch (from 0) and why it was refused, in the code and description an
+// error of a single write would have.
+type ItemError struct {
+	Index       int    `json:"index"`
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+// InvalidBatch returns the refusal of a whole batch write: 400
+// invalid_batch with items as its "errors", or 409 conflict when items
+// are all conflicts (a record with the same unique key exists). Items may
+// be empty (an empty batch, one with too many items); the answer then
+// sends "errors": [].
+func InvalidBatch(items []ItemError, format string, args ...any) *Error {
+	if items == nil {
+		items = []ItemError{}
+	}
+	code := CodeInvalidBatch
+	if len(items) > 0 && !slices.ContainsFunc(items, func(i ItemError) bool { return i.Code != CodeConflict }) {
+		code = CodeConflict
+	}
+	e := New(code, format, args...)
+	e.Items = items
+	return e
 }
 
 // CursorExpired is a 410 for a change-feed cursor older than what the feed

@@ -25,8 +25,9 @@ func LogLevel(status int) slog.Level {
 
 // body is the JSON shape of every error response.
 type body struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description"`
+	Error       string      `json:"error"`
+	Description string      `json:"error_description"`
+	Errors      []ItemError `json:"errors,omitzero"`
 }
 
 // Writer answers requests with errors. Every component that writes errors
@@ -120,8 +121,9 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	// Encoding two strings cannot fail; a write error means the client left.
-	_ = json.NewEncoder(w).Encode(body{Error: e.Code, Description: e.Description})
+	// Encoding strings and ints cannot fail; a write error means the client
+	// left.
+	_ = json.NewEncoder(w).Encode(body{Error: e.Code, Description: e.Description, Errors: e.Items})
 }
 
 // withRealm puts realm into challenge, after its scheme: "Bearer" becomes

@@ -18,7 +18,12 @@ type ErrorExample struct {
 func ErrorSchema() *Schema {
 	s := Object([]string{"error", "error_description"},
 		Prop("error", String("The error code: one of the codes in the description of the API (RFC 6749 section 5.2 codes on the OAuth endpoints).")),
-		Prop("error_description", String("What went wrong, for people: safe to show, never a secret.")))
+		Prop("error_description", String("What went wrong, for people: safe to show, never a secret.")),
+		Prop("errors", &Schema{Type: "array", Description: "With `invalid_batch`, and `conflict` of a batch: the refused items of the batch, each with its place in the batch (from 0) and the code and description its write alone would get.",
+			Items: Object([]string{"index", "error", "error_description"},
+				Prop("index", &Schema{Type: "integer", Format: "int32", Minimum: Ptr(0.0), Description: "The item's place in the batch, from 0."}),
+				Prop("error", String("The item's error code.")),
+				Prop("error_description", String("Why the item was refused.")))}))
 	s.Description = "Every error response of the API and of the OAuth endpoints."
 	return s
 }

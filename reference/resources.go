@@ -145,6 +145,7 @@ var vehicleTypes = []string{"truck", "van", "trailer", "tractor", "car"}
 func vehiclesResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "vehicles",
+		ExternalID:  true,
 		ScopeType:   tenancy.Organization,
 		Description: "The organization's fleet, which every branch plans trips with.",
 		Fields: []resource.Field{
@@ -174,6 +175,7 @@ func vehiclesResource() *resource.Resource {
 func accountsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "accounts",
+		ExternalID:  true,
 		ScopeType:   tenancy.Branch,
 		Description: "The branch's business partners: customers who order transport and carriers who perform it.",
 		Fields: []resource.Field{
@@ -248,6 +250,7 @@ func states(initial string, flow map[string][]string) []string {
 func quotationsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "quotations",
+		ExternalID:  true,
 		ScopeType:   tenancy.Branch,
 		MaxLimit:    1000,
 		Description: "Price offers to an account of the branch. Status flow: draft → sent | accepted | rejected | cancelled; sent → accepted | rejected | expired | cancelled; accepted, rejected, expired and cancelled are final.",
@@ -283,6 +286,7 @@ func quotationsResource() *resource.Resource {
 func projectsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "projects",
+		ExternalID:  true,
 		ScopeType:   tenancy.Branch,
 		Description: "Projects group the orders of one undertaking (a construction site, a season's contract), optionally for one account.",
 		Fields: []resource.Field{
@@ -313,6 +317,7 @@ func projectsResource() *resource.Resource {
 func ordersResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "orders",
+		ExternalID:  true,
 		ScopeType:   tenancy.Branch,
 		Description: "Transport orders: goods to pick up at one address and deliver to another, within time windows, for an account. Status flow: draft → confirmed | cancelled; confirmed → in_transit | cancelled; in_transit → delivered; delivered and cancelled are final.",
 		Fields: []resource.Field{
@@ -364,6 +369,7 @@ func ordersResource() *resource.Resource {
 func shipmentsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "shipments",
+		ExternalID:  true,
 		ScopeType:   tenancy.Branch,
 		Description: "Consignments moved for an order, each with a tracking number, optionally on a trip. Status flow: planned → picked_up | exception | cancelled; picked_up → in_transit | exception; in_transit → delivered | exception; exception → in_transit | delivered | cancelled; delivered and cancelled are final.",
 		Fields: []resource.Field{
@@ -398,6 +404,7 @@ func shipmentsResource() *resource.Resource {
 func tripsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "trips",
+		ExternalID:  true,
 		ScopeType:   tenancy.Branch,
 		Description: "Runs of one vehicle and driver that carry shipments, with planned and actual times. Status flow: planned → in_progress | cancelled; in_progress → completed | cancelled; completed and cancelled are final.",
 		Fields: []resource.Field{
@@ -435,6 +442,7 @@ func tripsResource() *resource.Resource {
 func invoicesResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "invoices",
+		ExternalID:  true,
 		ScopeType:   tenancy.Branch,
 		Description: "Invoices to an account. total_amount is always net_amount + tax_amount: left out, it is computed. Status flow: draft → issued | cancelled; issued → paid | overdue | cancelled; overdue → paid | cancelled; paid and cancelled are final. Once issued, only the status may change, and only drafts may be deleted.",
 		Fields: []resource.Field{
@@ -479,6 +487,7 @@ func invoicesResource() *resource.Resource {
 func itemsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "items",
+		ExternalID:  true,
 		ScopeType:   tenancy.BranchOrNull,
 		Description: "The catalogue of goods that orders carry, with their unit weight and volume. A branch sees its own items and the organization-wide ones.",
 		Fields: []resource.Field{
@@ -505,6 +514,7 @@ func itemsResource() *resource.Resource {
 func tariffsResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "tariffs",
+		ExternalID:  true,
 		ScopeType:   tenancy.BranchOrNull,
 		Description: "Transport prices per kilogram and per cubic metre, with a minimum price, optionally for one zone, valid over a period. A branch sees its own tariffs and the organization-wide ones.",
 		Fields: []resource.Field{
@@ -539,6 +549,7 @@ func tariffsResource() *resource.Resource {
 func zonesResource() *resource.Resource {
 	return &resource.Resource{
 		Name:        "zones",
+		ExternalID:  true,
 		ScopeType:   tenancy.BranchOrNull,
 		Description: "Geographic zones — a country, or a range of its postal codes — that tariffs price. A branch sees its own zones and the organization-wide ones.",
 		Fields: []resource.Field{

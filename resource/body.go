@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	apierrors "github.com/waybillhq/waybill/errors"
@@ -107,6 +108,19 @@ func (r *Resource) readChanges(w http.ResponseWriter, req *http.Request, create 
 	return r.changes(members, create)
 }
 
+// decodeChanges parses body, which must be one JSON object, and validates
+// it as readChanges does.
+func (r *Resource) decodeChanges(body []byte, create bool) (Record, error) {
+	members, err := decodeObject(body, func(name string) error {
+		_, err := r.writableField(name, create)
+		return err
+	}, len(r.fields))
+	if err != nil {
+		return nil, err
+	}
+	return r.changes(members, create)
+}
+
 // writableField returns the field that a member of a POST (create) or
 // PATCH body named name sets, or the refusal: invalid_create on POST and
 // invalid_update on PATCH, naming the field.
@@ -138,35 +152,57 @@ func (r *Resource) changes(members []member, create bool) (Record, error) {
 	if create {
 		refuse = apierrors.InvalidCreate
 	}
+	rec, err := r.decodeMembers(members, refuse, func(name string) error {
+		_, err := r.writableField(name, create)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if create {
+		if missing := r.missing(rec); missing != "" {
+			return nil, refuse("%s", missing)
+		}
+	}
+	return rec, nil
+}
+
+// decodeMembers decodes the members of a body that accept takes into a
+// Record; a value the field does not take is refused with refuse, naming
+// the field.
+func (r *Resource) decodeMembers(members []member, refuse func(string, ...any) *apierrors.Error, accept func(name string) error) (Record, error) {
 	rec := make(Record, len(members))
 	for _, m := range members {
-		f, err := r.writableField(m.name, create)
-		if err != nil {
+		if err := accept(m.name); err != nil {
 			return nil, err
 		}
+		f := r.Field(m.name)
 		v, err := f.decode(m.value)
 		if err != nil {
 			return nil, refuse("%s: %s", f.Name, err.Error())
 		}
 		rec[f.Name] = v
 	}
-	if create {
-		var missing []string
-		for _, f := range r.fields {
-			if f.Required && rec[f.Name] == nil {
-				missing = append(missing, f.Name)
-			}
-		}
-		switch len(missing) {
-		case 0:
-		case 1:
-			return nil, refuse("%s is required", missing[0])
-		default:
-			last := len(missing) - 1
-			return nil, refuse("%s and %s are required", strings.Join(missing[:last], ", "), missing[last])
+	return rec, nil
+}
+
+// missing says which required fields a new record with rec lacks: "" when
+// none, else "x is required" or "x, y and z are required".
+func (r *Resource) missing(rec Record) string {
+	var missing []string
+	for _, f := range r.fields {
+		if f.Required && rec[f.Name] == nil {
+			missing = append(missing, f.Name)
 		}
 	}
-	return rec, nil
+	switch len(missing) {
+	case 0:
+		return ""
+	case 1:
+		return missing[0] + " is required"
+	}
+	last := len(missing) - 1
+	return strings.Join(missing[:last], ", ") + " and " + missing[last] + " are required"
 }
 
 // decode parses a JSON value of the field, checking its JSON kind, its
@@ -216,6 +252,14 @@ func (f *Field) decode(raw json.RawMessage) (any, error) {
 		}
 		if strings.IndexByte(text, 0) >= 0 {
 			return nil, errors.New("may not contain NUL characters")
+		}
+		if f.visible {
+			if text == "" {
+				return nil, errors.New("may not be empty; send null for none")
+			}
+			if strings.ContainsFunc(text, func(c rune) bool { return !unicode.IsGraphic(c) || unicode.IsSpace(c) }) {
+				return nil, errors.New("may hold visible characters only: no spaces and no control characters")
+			}
 		}
 	case query.Integer, query.Number:
 		n := toFloat(v)

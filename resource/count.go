@@ -70,6 +70,23 @@ func preferredCount(r *http.Request) (countMode, bool) {
 	return countExact, false
 }
 
+// preferred reports whether r's Prefer headers hold the preference pref
+// ("resolution=merge-duplicates"): its name in any case, its value quoted
+// or not, parameters after a ";" ignored.
+func preferred(r *http.Request, pref string) bool {
+	wantName, wantValue, _ := strings.Cut(pref, "=")
+	for _, v := range r.Header.Values("Prefer") {
+		for p := range strings.SplitSeq(v, ",") {
+			p, _, _ = strings.Cut(p, ";")
+			name, value, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(strings.TrimSpace(name), wantName) && strings.EqualFold(strings.Trim(strings.TrimSpace(value), `"`), wantValue) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // total counts the records of the list request q in the tenant condition
 // cond as mode asks. It returns nil for countNone, and the mode it applied.
 func (h *handlers) total(ctx context.Context, q *query.Query, mode countMode, cond string, args []any) (*int64, countMode, error) {

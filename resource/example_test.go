@@ -134,6 +134,7 @@ func ExampleRegistry() {
 	// DELETE /v1/{scopeId}/parcels/{id} deleteParcel
 	// GET    /v1/{scopeId}/parcels listParcels
 	// GET    /v1/{scopeId}/parcels/{id} getParcel
+	// PATCH  /v1/{scopeId}/parcels updateParcels
 	// PATCH  /v1/{scopeId}/parcels/{id} updateParcel
 	// POST   /v1/{scopeId}/parcels createParcel
 	// 401 unauthorized: an Authorization: Bearer token is required
@@ -141,5 +142,5 @@ func ExampleRegistry() {
 	// 400 invalid_create: weight_kg: must be at least 0
 	// 400 invalid_create: unknown field "colour"; fields that may be sent: label, weight_kg, status
 	// 400 invalid_request: filter on "branch_id": the field is set by the server and cannot be filtered
-	// 405 method_not_allowed: method not allowed; allowed: GET, HEAD, POST
+	// 405 method_not_allowed: method not allowed; allowed: GET, HEAD, POST, PATCH
 }

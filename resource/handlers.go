@@ -129,11 +129,25 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	if _, err := h.mayWrite(r.Context(), t); err != nil {
 		return err
 	}
-	changes, err := h.resource.readChanges(w, r, true)
+	body, batch, err := readWrite(w, r)
+	if err != nil {
+		return err
+	}
+	switch {
+	case preferred(r, mergeDuplicates):
+		return h.upsert(w, r, t, body, batch)
+	case batch:
+		return h.createBatch(w, r, t, body)
+	}
+	changes, err := h.resource.decodeChanges(body, true)
 	if err != nil {
 		return err
 	}
 	id := newID()
+	var branch any
+	if h.resource.ScopeType != tenancy.Organization {
+		branch = t.BranchID
+	}
 	var a *answer
 	var change *Change
 	err = h.inTx(r.Context(), func(tx *sql.Tx) error {
@@ -142,10 +156,6 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 			if err := hook(r.Context(), tx, wr); err != nil {
 				return err
 			}
-		}
-		var branch any
-		if h.resource.ScopeType != tenancy.Organization {
-			branch = t.BranchID
 		}
 		if err := h.checkReferences(r.Context(), tx, t, branch, wr.Changes, apierrors.CreateFailed); err != nil {
 			return err
@@ -165,6 +175,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	})
 	if err != nil {
+		err = h.externalIDConflict(r.Context(), t, branch, id, changes, err)
 		return h.answerFailed(w, r, err, apierrors.CreateFailed)
 	}
 	h.committed(change)
@@ -192,8 +203,10 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	}
 	var a *answer
 	var change *Change
+	var branch any
 	err = h.change(r, t, id, coversAll, func(tx *sql.Tx, current []any) error {
 		vals := current
+		branch = h.branchOf(current)
 		at := h.registry.now()
 		if len(changes) > 0 {
 			var err error
@@ -215,6 +228,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 		return err
 	})
 	if err != nil {
+		err = h.externalIDConflict(r.Context(), t, branch, id, changes, err)
 		return h.answerFailed(w, r, err, apierrors.InvalidUpdate)
 	}
 	h.committed(change)
@@ -376,21 +390,40 @@ func (h *handlers) find(ctx context.Context, q querier, t tenancy.Tenant, id str
 }
 
 func (h *handlers) insert(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, w *Write) ([]any, error) {
-	d, changes := h.dialect(), w.Changes
+	b := sq.Insert(h.resource.table()).Columns(h.insertColumns(w)...).Values(h.insertValues(t, id, w)...).
+		Suffix("RETURNING " + strings.Join(h.names, ", "))
+	return h.scanOne(ctx, tx, b)
+}
+
+// insertColumns returns the columns of the insert of w's record: those
+// the server sets, then the fields w sets, in the resource's order.
+func (h *handlers) insertColumns(w *Write) []string {
 	cols := []string{"id", OrganizationColumn, "created_at", "updated_at"}
-	vals := []any{id, t.OrganizationID, d.Timestamp(w.Time), d.Timestamp(w.Time)}
 	if h.resource.ScopeType != tenancy.Organization {
 		cols = append(cols, BranchColumn)
+	}
+	for _, f := range h.resource.fields {
+		if _, ok := w.Changes[f.Name]; ok {
+			cols = append(cols, f.Name)
+		}
+	}
+	return cols
+}
+
+// insertValues returns the values of insertColumns for the record with
+// id.
+func (h *handlers) insertValues(t tenancy.Tenant, id string, w *Write) []any {
+	d := h.dialect()
+	vals := []any{id, t.OrganizationID, d.Timestamp(w.Time), d.Timestamp(w.Time)}
+	if h.resource.ScopeType != tenancy.Organization {
 		vals = append(vals, t.BranchID)
 	}
 	for _, f := range h.resource.fields {
-		if v, ok := changes[f.Name]; ok {
-			cols = append(cols, f.Name)
+		if v, ok := w.Changes[f.Name]; ok {
 			vals = append(vals, bind(d, f.Type, v))
 		}
 	}
-	b := sq.Insert(h.resource.table()).Columns(cols...).Values(vals...).Suffix("RETURNING " + strings.Join(h.names, ", "))
-	return h.scanOne(ctx, tx, b)
+	return vals
 }
 
 func (h *handlers) updateRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, w *Write) ([]any, error) {
@@ -430,22 +463,54 @@ func (h *handlers) scanOne(ctx context.Context, q querier, b sq.Sqlizer) ([]any,
 }
 
 // checkReferences checks that every reference among changes names a
-// record the record being written can see: of the tenant's organization,
-// and, for a branch-scoped target, of the record's branch (branch is nil
-// for an organization-wide record), or organization-wide for a
-// branch-or-null target. The database's foreign keys back this up.
+// record the record being written can see (see referenceRefusals),
+// refusing the write with refuse when one does not.
 func (h *handlers) checkReferences(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, branch any, changes Record, refuse func(string, ...any) *apierrors.Error) error {
+	refused, err := h.referenceRefusals(ctx, tx, t, branch, []Record{changes})
+	if err != nil {
+		return err
+	}
+	if refused[0] != "" {
+		return refuse("%s", refused[0])
+	}
+	return nil
+}
+
+// referenceRefusals checks the references among the changes of records of
+// one branch (nil for organization-wide records), with one query per
+// reference field: each must name a record the record written can see, of
+// the tenant's organization and, for a branch-scoped target, of the
+// record's branch, or organization-wide for a branch-or-null target. It
+// returns, for each record, why its first reference that does not is
+// refused, or "". The database's foreign keys back this up.
+func (h *handlers) referenceRefusals(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, branch any, recs []Record) ([]string, error) {
+	refused := make([]string, len(recs))
 	for _, f := range h.resource.fields {
-		v, ok := changes[f.Name]
-		if f.References == "" || !ok || v == nil {
+		if f.References == "" {
+			continue
+		}
+		var values []any
+		seen := map[any]bool{}
+		for i, rec := range recs {
+			if v, ok := rec[f.Name]; ok && v != nil && refused[i] == "" && !seen[v] {
+				seen[v] = true
+				values = append(values, v)
+			}
+		}
+		if len(values) == 0 {
 			continue
 		}
 		target := h.registry.Resource(f.References)
-		b := sq.Select("1").From(target.table()).Where("id = ?", v).Where(OrganizationColumn+" = ?", t.OrganizationID)
+		b := sq.Select("id").From(target.table()).Where(sq.Eq{"id": values}).Where(OrganizationColumn+" = ?", t.OrganizationID)
 		where := "this organization"
 		switch {
 		case target.ScopeType == tenancy.Branch && branch == nil:
-			return refuse("%s: an organization-wide record cannot refer to %s, which belong to a branch", f.Name, target.Name)
+			for i, rec := range recs {
+				if v, ok := rec[f.Name]; ok && v != nil && refused[i] == "" {
+					refused[i] = f.Name + ": an organization-wide record cannot refer to " + target.Name + ", which belong to a branch"
+				}
+			}
+			continue
 		case target.ScopeType == tenancy.Branch:
 			b, where = b.Where(BranchColumn+" = ?", branch), "this branch"
 		case target.ScopeType == tenancy.BranchOrNull && branch == nil:
@@ -453,20 +518,40 @@ func (h *handlers) checkReferences(ctx context.Context, tx *sql.Tx, t tenancy.Te
 		case target.ScopeType == tenancy.BranchOrNull:
 			b, where = b.Where("("+BranchColumn+" = ? OR "+BranchColumn+" IS NULL)", branch), "this branch"
 		}
-		text, args, err := h.dialect().SQL(b.Limit(1))
+		exist, err := h.ids(ctx, tx, b)
 		if err != nil {
-			return apierrors.Internal(err)
+			return nil, err
 		}
-		var one int
-		err = tx.QueryRowContext(ctx, text, args...).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return refuse("%s: no %s with id %s in %s", f.Name, Singular(target.Name), v, where)
-		}
-		if err != nil {
-			return err
+		for i, rec := range recs {
+			if v, ok := rec[f.Name].(string); ok && refused[i] == "" && !exist[strings.ToLower(v)] {
+				refused[i] = f.Name + ": no " + Singular(target.Name) + " with id " + v + " in " + where
+			}
 		}
 	}
-	return nil
+	return refused, nil
+}
+
+// ids runs b, which selects ids, and returns them, in lower case.
+func (h *handlers) ids(ctx context.Context, tx *sql.Tx, b sq.Sqlizer) (map[string]bool, error) {
+	text, args, err := h.dialect().SQL(b)
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	rows, err := tx.QueryContext(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id any
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		s, _ := normalizeString(id)
+		out[strings.ToLower(s)] = true
+	}
+	return out, rows.Err()
 }
 
 // Singular names one record of the resource called name, as messages,
@@ -593,7 +678,7 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(append(body, '\n'))
 }
 
-func (h *handlers) notFound() error {
+func (h *handlers) notFound() *apierrors.Error {
 	return apierrors.NotFound("no %s with this id", Singular(h.resource.Name))
 }
 

@@ -98,11 +98,11 @@ func fingerprint(r *http.Request, resource string, t tenancy.Tenant, body []byte
 }
 
 // idempotency is the Idempotency-Key middleware of the resource's POST and
-// PATCH (see idempotency.Middleware). It runs after the registry's
-// Middleware.
-func (h *handlers) idempotency(next http.Handler) http.Handler {
+// PATCH (see idempotency.Middleware), whose bodies are at most limit
+// bytes. It runs after the registry's Middleware.
+func (h *handlers) idempotency(next http.Handler, limit int) http.Handler {
 	return idempotency.Middleware(idempotency.Options{
-		Limit: MaxBodyBytes,
+		Limit: limit,
 		Fingerprint: func(r *http.Request, body []byte) string {
 			return fingerprint(r, h.resource.Name, tenant(r), body)
 		},

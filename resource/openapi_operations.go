@@ -2,6 +2,8 @@ package resource
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -86,6 +88,7 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 	itemItem := &openapi.PathItem{Parameters: []*openapi.Parameter{scopeParam, idParam}, Get: b.getOperation(r, n)}
 	if !r.ReadOnly {
 		collectionItem.Post = b.createOperation(r, n)
+		collectionItem.Patch = b.batchUpdateOperation(r, n)
 		itemItem.Patch = b.updateOperation(r, n)
 		itemItem.Delete = b.deleteOperation(r, n)
 		if r.RequireIfMatch {
@@ -122,6 +125,12 @@ func (b *openAPIBuilder) addResourceSchemas(r *Resource, n oaNames) error {
 			named{n.schema + "ItemEnvelope", oaItemEnvelope(n.schema)},
 			named{n.schema + "Create", oaWriteSchema(b.g, r, n, true)},
 			named{n.schema + "Update", oaWriteSchema(b.g, r, n, false)})
+	}
+	if !r.ReadOnly {
+		batch := oaBatchSchemas(b.g, r, n)
+		for _, name := range slices.Sorted(maps.Keys(batch)) {
+			schemas = append(schemas, named{name, batch[name]})
+		}
 	}
 	for _, s := range schemas {
 		if err := b.addSchema(s.name, s.schema); err != nil {
@@ -266,40 +275,48 @@ func (b *openAPIBuilder) getOperation(r *Resource, n oaNames) *openapi.Operation
 }
 
 func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operation {
+	desc := []string{
+		"Creates " + n.one + " from the fields of `" + n.schema + "Create`, or a batch of them from an array. The server sets `id`, `organization_id`" + oaBranchSet(r.ScopeType) + ", `created_at` and `updated_at`, and answers with the new record and its `Location`, or with the new records in the order sent.",
+		oaBatchSentence,
+		oaScopeSentence(r.ScopeType, oaCreate),
+		oaNeedsScope(r.WriteScope()),
+	}
+	params := []*openapi.Parameter{openapi.IdempotencyKeyParameter(idempotency.MaxKeyLen, b.g.idempotencyStore().TTLOrDefault())}
+	created := &openapi.Schema{OneOf: []*openapi.Schema{openapi.SchemaRef(n.schema + "ItemEnvelope"), openapi.SchemaRef(n.schema + "BatchEnvelope")}}
+	responses := map[string]*openapi.Response{
+		"201": openapi.WithHeaders(&openapi.Response{Description: "The new record, or the new records of a batch.", Headers: oaWriteHeaders(true), Content: openapi.JSON(created)}, "RateLimit-Policy", "RateLimit"),
+		"409": b.shared("WriteConflict", oaConflict),
+		"422": b.shared("IdempotencyKeyReused", openapi.IdempotencyKeyReusedResponse),
+		"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object or array, or an object that names a field twice.\n\n"+
+			"`invalid_create`: a field that is unknown or may not be sent on create (`id`, `organization_id`, `branch_id` and the server-set fields never may), a value of the wrong type, out of range, too long or not one of the enum's values, a missing required field, or a rule of the resource (a status flow) that the record breaks.\n\n"+
+			"`create_failed`: the database refused the record: a reference to no record of this tenant, or a duplicate of a unique value.\n\n"+oaBatchErrors,
+			oaErr(apierrors.CodeInvalidRequest, "Content-Type must be application/json"),
+			oaErr(apierrors.CodeInvalidCreate, oaInvalidWrite(r, true)),
+			oaErr(apierrors.CodeCreateFailed, "a record with the same unique values exists"),
+			oaErr(apierrors.CodeInvalidBatch, "2 of the 5 items were refused (see errors); nothing was written")),
+		"401": b.shared("Unauthorized", oaUnauthorized),
+		"403": oaForbidden(r, r.WriteScope(), oaCreate),
+		"404": oaNotFound(false, n),
+		"413": b.shared("BatchTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBatchBytes) }),
+		"429": b.shared("RateLimited", openapi.RateLimitedResponse),
+		"500": b.shared("ServerError", openapi.ServerErrorResponse),
+		"503": b.shared("Unavailable", openapi.UnavailableResponse),
+	}
+	if p := oaMergeDuplicates(r); p != nil {
+		params = append(params, p)
+		desc[0] += " With `Prefer: " + mergeDuplicates + "` it is an upsert by `external_id` (see the parameter)."
+		responses["200"] = oaSuccess("The records of an upsert, in the order sent, and what was done with each.", n.schema+"UpsertEnvelope", map[string]*openapi.Header{
+			"Preference-Applied":  {Description: "`" + mergeDuplicates + "`: the POST was an upsert (RFC 7240).", Schema: &openapi.Schema{Type: "string", Const: mergeDuplicates}, Required: true},
+			"Idempotent-Replayed": openapi.HeaderRef("Idempotent-Replayed"),
+		})
+	}
 	return &openapi.Operation{
-		Tags: []string{r.Name}, Summary: "Create " + n.one, OperationID: "create" + n.singleOp,
-		Description: strings.Join([]string{
-			"Creates " + n.one + " from the fields of `" + n.schema + "Create`. The server sets `id`, `organization_id`" + oaBranchSet(r.ScopeType) + ", `created_at` and `updated_at`, and answers with the new record and its `Location`.",
-			oaScopeSentence(r.ScopeType, oaCreate),
-			oaNeedsScope(r.WriteScope()),
-		}, "\n\n"),
-		Parameters: []*openapi.Parameter{openapi.IdempotencyKeyParameter(idempotency.MaxKeyLen, b.g.idempotencyStore().TTLOrDefault())},
-		RequestBody: &openapi.RequestBody{
-			Description: "The new record: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`.",
-			Required:    true,
-			Content:     openapi.JSON(openapi.SchemaRef(n.schema + "Create")),
-		},
-		Responses: map[string]*openapi.Response{
-			"201": oaSuccess("The new record.", n.schema+"ItemEnvelope", map[string]*openapi.Header{
-				"Location": openapi.HeaderRef("Location"), "ETag": openapi.HeaderRef("ETag"), "Idempotent-Replayed": openapi.HeaderRef("Idempotent-Replayed"),
-			}),
-			"409": b.shared("IdempotencyInProgress", openapi.IdempotencyInProgressResponse),
-			"422": b.shared("IdempotencyKeyReused", openapi.IdempotencyKeyReusedResponse),
-			"400": openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object, or that names a field twice.\n\n"+
-				"`invalid_create`: a field that is unknown or may not be sent on create (`id`, `organization_id`, `branch_id` and the server-set fields never may), a value of the wrong type, out of range, too long or not one of the enum's values, a missing required field, or a rule of the resource (a status flow) that the record breaks.\n\n"+
-				"`create_failed`: the database refused the record: a reference to no record of this tenant, or a duplicate of a unique value.",
-				oaErr(apierrors.CodeInvalidRequest, "Content-Type must be application/json"),
-				oaErr(apierrors.CodeInvalidCreate, oaInvalidWrite(r, true)),
-				oaErr(apierrors.CodeCreateFailed, "a record with the same unique values exists")),
-			"401": b.shared("Unauthorized", oaUnauthorized),
-			"403": oaForbidden(r, r.WriteScope(), oaCreate),
-			"404": oaNotFound(false, n),
-			"413": b.shared("PayloadTooLarge", func() *openapi.Response { return openapi.PayloadTooLargeResponse(MaxBodyBytes) }),
-			"429": b.shared("RateLimited", openapi.RateLimitedResponse),
-			"500": b.shared("ServerError", openapi.ServerErrorResponse),
-			"503": b.shared("Unavailable", openapi.UnavailableResponse),
-		},
-		Security: oaSecurity(r.WriteScope()),
+		Tags: []string{r.Name}, Summary: "Create " + n.one + " or several", OperationID: "create" + n.singleOp,
+		Description: strings.Join(desc, "\n\n"),
+		Parameters:  params,
+		RequestBody: oaBatchBody(n),
+		Responses:   responses,
+		Security:    oaSecurity(r.WriteScope()),
 	}
 }
 

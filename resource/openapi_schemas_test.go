@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
@@ -52,7 +53,12 @@ func TestOpenAPIRecordSchemas(t *testing.T) {
 			if r.ReadOnly {
 				return
 			}
-			assert.Equal(t, fullRef, oaRecordRef(t, doc, "/v1/{scopeId}/"+r.Name, "post", "201"), n)
+			created := oaObj(t, doc, "paths", "/v1/{scopeId}/"+r.Name, "post", "responses", "201", "content", "application/json", "schema")
+			envelopes := oaAt(t, created, "oneOf").([]any)
+			require.Len(t, envelopes, 2)
+			assert.Equal(t, fullRef, oaAt(t, oaResolve(t, doc, oaAt(t, envelopes[0].(map[string]any), "$ref").(string)), "properties", "data", "$ref"), n)
+			assert.Equal(t, fullRef, oaAt(t, oaResolve(t, doc, oaAt(t, envelopes[1].(map[string]any), "$ref").(string)), "properties", "data", "items", "$ref"), n)
+			assert.Equal(t, fullRef, oaRecordRef(t, doc, "/v1/{scopeId}/"+r.Name, "patch", "200", "items"), n)
 			for _, m := range []string{"patch", "delete"} {
 				assert.Equal(t, fullRef, oaRecordRef(t, doc, "/v1/{scopeId}/"+r.Name+"/{id}", m, "200"), "%s %s", n, m)
 				assert.Equal(t, fullRef, oaRecordRef(t, doc, "/v1/{scopeId}/"+r.Name+"/{id}", m, "412"), "%s %s", n, m)
@@ -126,9 +132,19 @@ func checkOARecordSchema(t *testing.T, r *resource.Resource, s map[string]any, p
 
 func TestOpenAPIWriteSchemas(t *testing.T) {
 	_, doc := openAPIDoc(t, resource.OpenAPIInfo{})
+	// body returns the schema of one record of the request body: the
+	// first of a POST's one-or-many.
 	body := func(path, method string) map[string]any {
 		op := oaObj(t, doc, "paths", path, method)
-		return oaResolve(t, doc, oaAt(t, op, "requestBody", "content", "application/json", "schema", "$ref").(string))
+		schema := oaObj(t, op, "requestBody", "content", "application/json", "schema")
+		if method == "post" {
+			many := oaAt(t, schema, "oneOf").([]any)
+			require.Len(t, many, 2)
+			assert.Equal(t, oaAt(t, many[0].(map[string]any), "$ref"), oaAt(t, many[1].(map[string]any), "items", "$ref"), "a batch is an array of the same")
+			assert.EqualValues(t, resource.MaxBatchItems, oaAt(t, many[1].(map[string]any), "maxItems"))
+			schema = many[0].(map[string]any)
+		}
+		return oaResolve(t, doc, oaAt(t, schema, "$ref").(string))
 	}
 	oaKeys := func(m map[string]any) []string {
 		var ks []string

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -175,7 +176,9 @@ func TestOpenAPIRoutes(t *testing.T) {
 			collection := !strings.HasSuffix(p, "/{id}")
 			for _, m := range oaMethods {
 				_, inDoc := item[m]
-				want := m == "get" || !r.ReadOnly && (collection == (m == "post"))
+				// A collection takes POST (one or a batch) and PATCH (a
+				// batch); a record PATCH and DELETE.
+				want := m == "get" || !r.ReadOnly && (m == "patch" || collection == (m == "post"))
 				assert.Equalf(t, want, inDoc, "%s %s documented", strings.ToUpper(m), p)
 				for _, prefix := range []string{"/v1", "/api/v1"} {
 					url := strings.NewReplacer("/v1/", prefix+"/", "{scopeId}", scope, "{id}", id).Replace(p)
@@ -334,18 +337,26 @@ func TestOpenAPIOperations(t *testing.T) {
 			case "post":
 				assert.Contains(t, oaObj(t, responses, "201", "headers"), "Location", where)
 				assert.Contains(t, oaResponse(t, doc, responses, "413")["description"], "`payload_too_large`", where)
-				for _, c := range []string{"invalid_request", "invalid_create", "create_failed"} {
+				assert.Contains(t, oaResponse(t, doc, responses, "413")["description"], strconv.Itoa(resource.MaxBatchBytes), where)
+				for _, c := range []string{"invalid_request", "invalid_create", "create_failed", "invalid_batch"} {
 					assert.Contains(t, oaAt(t, responses, "400", "description"), "`"+c+"`", where)
 				}
+				assert.Contains(t, oaResponse(t, doc, responses, "409")["description"], "`conflict`", where)
+				assert.Contains(t, oaResponse(t, doc, responses, "409")["description"], "`idempotency_in_progress`", where)
 			case "patch":
 				assert.Contains(t, oaResponse(t, doc, responses, "413")["description"], "`payload_too_large`", where)
-				assert.Contains(t, oaAt(t, responses, "400", "description"), "`invalid_update`", where)
+				if strings.HasSuffix(path, "/{id}") {
+					assert.Contains(t, oaAt(t, responses, "400", "description"), "`invalid_update`", where)
+				} else {
+					assert.Contains(t, oaAt(t, responses, "400", "description"), "`invalid_batch`", where)
+					assert.Equal(t, "array", oaAt(t, op, "requestBody", "content", "application/json", "schema", "type"), where)
+				}
 			case "delete":
 				assert.Contains(t, oaResponse(t, doc, responses, "409")["description"], "`conflict`", where)
 			}
 		}
 	}
-	for _, id := range []string{"listQuotations", "getQuotation", "createQuotation", "updateQuotation", "deleteQuotation",
+	for _, id := range []string{"listQuotations", "getQuotation", "createQuotation", "updateQuotation", "deleteQuotation", "updateQuotations",
 		"listBranches", "getBranch", "listZones", "requestToken"} {
 		assert.Contains(t, ids, id)
 	}
@@ -575,7 +586,7 @@ func ExampleRegistry_OpenAPI() {
 	fmt.Println(strings.Join(ops, " "))
 	// Output:
 	// 3.1.0
-	// createParcel deleteParcel getParcel listParcels updateParcel
+	// createParcel deleteParcel getParcel listParcels updateParcel updateParcels
 }
 
 // A section of the token service gives the document its security scheme,

@@ -79,6 +79,14 @@ type Registry struct {
 	// the write's transaction (see Outbox); nil means writes are recorded
 	// nowhere else.
 	Outbox Outbox
+	// ChargeExtra, when set, counts a batch write against the rate limits
+	// that Middleware applied: a batch of n items counts as
+	// ceil(n/ItemsPerRequest) requests, the one it is and extra more,
+	// which ChargeExtra charges once the body is read and before anything
+	// is written. An error it returns (429 rate_limited) refuses the batch
+	// and is answered as it is. ratelimit.ChargeMore is one. Nil means a
+	// batch counts as one request.
+	ChargeExtra func(w http.ResponseWriter, r *http.Request, extra int) error
 	// AfterCommit, when set, is called with each change Outbox recorded,
 	// once its transaction has committed: to wake what delivers the
 	// changes (a webhook dispatcher) without waiting for its next poll. It
@@ -179,7 +187,8 @@ func (g *Registry) now() time.Time {
 // Mount registers the routes of every resource on mux, under every prefix:
 //
 //	GET    {prefix}/{scopeId}/{resource}        list
-//	POST   {prefix}/{scopeId}/{resource}        create
+//	POST   {prefix}/{scopeId}/{resource}        create (one object or an array), upsert
+//	PATCH  {prefix}/{scopeId}/{resource}        update an array of records
 //	GET    {prefix}/{scopeId}/{resource}/{id}   get
 //	PATCH  {prefix}/{scopeId}/{resource}/{id}   update
 //	DELETE {prefix}/{scopeId}/{resource}/{id}   delete
@@ -204,29 +213,32 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 		h := newHandlers(g, r)
 		// A write's Idempotency-Key is looked up after Middleware: a
 		// replay is a request, which a rate limit counts and may refuse.
-		wrap := func(f apierrors.HandlerFunc, idempotent bool) http.Handler {
+		// limit is the largest body of an idempotent route: a batch's on
+		// the collection, MaxBodyBytes on a record.
+		wrap := func(f apierrors.HandlerFunc, limit int) http.Handler {
 			next := ew.Handle(f)
-			if idempotent {
-				next = h.idempotency(next)
+			if limit > 0 {
+				next = h.idempotency(next, limit)
 			}
 			if g.Middleware != nil {
 				next = g.Middleware(next)
 			}
 			return mw(next)
 		}
-		collectionAllow, itemAllow := []string{"GET", "HEAD", "POST"}, []string{"GET", "HEAD", "PATCH", "DELETE"}
+		collectionAllow, itemAllow := []string{"GET", "HEAD", "POST", "PATCH"}, []string{"GET", "HEAD", "PATCH", "DELETE"}
 		if r.ReadOnly {
 			collectionAllow, itemAllow = []string{"GET", "HEAD"}, []string{"GET", "HEAD"}
 		}
 		for _, p := range g.prefixes() {
 			collection := p + "/{scopeId}/" + r.Name
 			item := collection + "/{id}"
-			mux.Handle("GET "+collection, wrap(h.list, false))
-			mux.Handle("GET "+item, wrap(h.get, false))
+			mux.Handle("GET "+collection, wrap(h.list, 0))
+			mux.Handle("GET "+item, wrap(h.get, 0))
 			if !r.ReadOnly {
-				mux.Handle("POST "+collection, wrap(h.create, true))
-				mux.Handle("PATCH "+item, wrap(h.update, true))
-				mux.Handle("DELETE "+item, wrap(h.delete, false))
+				mux.Handle("POST "+collection, wrap(h.create, MaxBatchBytes))
+				mux.Handle("PATCH "+collection, wrap(h.updateBatch, MaxBatchBytes))
+				mux.Handle("PATCH "+item, wrap(h.update, MaxBodyBytes))
+				mux.Handle("DELETE "+item, wrap(h.delete, 0))
 			}
 			mux.Handle(collection, methodNotAllowed(ew, collectionAllow))
 			mux.Handle(item, methodNotAllowed(ew, itemAllow))

@@ -107,6 +107,8 @@ type Field struct {
 	References string
 	// Description documents the field in the OpenAPI document.
 	Description string
+
+	visible bool // every character graphic and no space (external_id)
 }
 
 // Bound returns a pointer to v, for Field.Min and Field.Max.
@@ -178,6 +180,12 @@ type Resource struct {
 	Fields []Field
 	// ReadOnly resources answer POST, PATCH and DELETE with 405.
 	ReadOnly bool
+	// ExternalID gives a writable resource the field external_id (see
+	// ExternalIDField): the integrator's own id of a record, which upserts
+	// (Prefer: resolution=merge-duplicates) and batch updates find records
+	// by. Its table needs the column and the unique indexes that
+	// ExternalIDField describes.
+	ExternalID bool
 	// RequireIfMatch makes PATCH and DELETE conditional: a write without
 	// an If-Match header naming the record's ETag is refused with 428
 	// precondition_required, so that no client overwrites a change it has
@@ -253,11 +261,47 @@ func (r *Resource) table() string {
 }
 
 // commonFields are the fields the server sets on every resource.
-var commonFields = struct{ id, createdAt, updatedAt Field }{
-	id:        Field{Name: "id", Type: query.UUID, Filterable: true, Sortable: true, Description: "Identifier, set by the server."},
+var commonFields = struct{ id, externalID, createdAt, updatedAt Field }{
+	id: Field{Name: "id", Type: query.UUID, Filterable: true, Sortable: true, Description: "Identifier, set by the server."},
+	externalID: Field{Name: ExternalIDColumn, Type: query.String, MaxLength: maxExternalID, Nullable: true, Create: true, Update: true,
+		Filterable: true, Ops: []query.Op{query.Eq, query.In, query.IsNull}, visible: true,
+		Description: "The record's id in the client's own system (an ERP's order number, say): 1 to 200 characters, none of them a space or a control character, or null. " +
+			"Unique among the records of the tenant scope: a create or update that would repeat one is 409 conflict. " +
+			"An upsert (POST with Prefer: resolution=merge-duplicates) and a batch update find records by it."},
 	createdAt: Field{Name: "created_at", Type: query.Timestamp, Filterable: true, Sortable: true, Description: "When the record was created, set by the server."},
 	updatedAt: Field{Name: "updated_at", Type: query.Timestamp, Filterable: true, Sortable: true, Description: "When the record was last changed, set by the server."},
 }
+
+// ExternalIDField is the field that Resource.ExternalID adds, after id: a
+// string of 1 to 200 characters, each a graphic character and none a
+// space (Unicode), or null; sent on create and PATCH; filterable with eq,
+// in and isnull.
+//
+// An external_id is unique among the records of its tenant scope: of the
+// branch for branch-scoped resources and for the records of a
+// branch-or-null resource that have a branch, of the organization for
+// organization-scoped resources and for the organization-wide records of
+// a branch-or-null resource. The database enforces it, so that concurrent
+// writes cannot break it: the table has a nullable text column
+// external_id and partial unique indexes, on PostgreSQL and SQLite alike:
+//
+//	-- branch-scoped
+//	CREATE UNIQUE INDEX ... ON t (branch_id, external_id) WHERE external_id IS NOT NULL;
+//	-- organization-scoped
+//	CREATE UNIQUE INDEX ... ON t (organization_id, external_id) WHERE external_id IS NOT NULL;
+//	-- branch-or-null: both of
+//	CREATE UNIQUE INDEX ... ON t (branch_id, external_id) WHERE external_id IS NOT NULL AND branch_id IS NOT NULL;
+//	CREATE UNIQUE INDEX ... ON t (organization_id, external_id) WHERE external_id IS NOT NULL AND branch_id IS NULL;
+//
+// A create or PATCH that would give a second record of the scope the same
+// external_id is 409 conflict, and writes nothing.
+func ExternalIDField() Field { return commonFields.externalID }
+
+// ExternalIDColumn is the name of the field and column of ExternalIDField.
+const ExternalIDColumn = "external_id"
+
+// maxExternalID is the longest external_id, in characters.
+const maxExternalID = 200
 
 // compile checks the declaration and builds its query schema, whose cursors
 // cursorKey authenticates (nil: no cursor pages).
@@ -268,7 +312,19 @@ func (r *Resource) compile(cursorKey ...[]byte) error {
 	if r.ScopeType < tenancy.Organization || r.ScopeType > tenancy.BranchOrNull {
 		return fmt.Errorf("resource %s: unknown scope type", r.Name)
 	}
-	r.fields = append([]Field{commonFields.id}, r.Fields...)
+	r.fields = []Field{commonFields.id}
+	if r.ExternalID {
+		if r.ReadOnly {
+			return fmt.Errorf("resource %s: read-only, but has an external_id, which clients write", r.Name)
+		}
+		r.fields = append(r.fields, commonFields.externalID)
+	}
+	for _, f := range r.Fields {
+		if f.Name == ExternalIDColumn {
+			return fmt.Errorf("resource %s: declare external_id with Resource.ExternalID, not as a field", r.Name)
+		}
+	}
+	r.fields = append(r.fields, r.Fields...)
 	r.fields = append(r.fields, commonFields.createdAt, commonFields.updatedAt)
 	schema := &query.Schema{
 		Name:        r.Name,

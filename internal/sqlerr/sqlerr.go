@@ -57,6 +57,18 @@ func Busy(err error) bool {
 
 // KindOf returns the kind of constraint err reports the violation of (or
 // Data for a value its column cannot hold), or None.
+// Retryable reports whether err is a PostgreSQL failure that running the
+// transaction again may not meet: a deadlock that the database broke
+// (SQLSTATE 40P01) or a serialization failure (40001).
+func Retryable(err error) bool {
+	var pg interface{ SQLState() string }
+	if !errors.As(err, &pg) {
+		return false
+	}
+	state := pg.SQLState()
+	return state == "40P01" || state == "40001"
+}
+
 func KindOf(err error) Kind {
 	var pg interface{ SQLState() string }
 	if errors.As(err, &pg) {

@@ -405,11 +405,11 @@ func checkIsolation(t testing.TB, s *suite) {
 func checkMethods(t testing.TB, s *suite) {
 	in := s.home()
 	id := s.record(t, in)
-	collectionAllow, itemAllow := "GET, HEAD, POST", "GET, HEAD, PATCH, DELETE"
-	unserved := map[string][]string{"collection": {http.MethodPut, http.MethodPatch, http.MethodDelete}, "item": {http.MethodPut, http.MethodPost}}
+	collectionAllow, itemAllow := "GET, HEAD, POST, PATCH", "GET, HEAD, PATCH, DELETE"
+	unserved := map[string][]string{"collection": {http.MethodPut, http.MethodDelete}, "item": {http.MethodPut, http.MethodPost}}
 	if s.r.ReadOnly {
 		collectionAllow, itemAllow = "GET, HEAD", "GET, HEAD"
-		unserved["collection"] = append(unserved["collection"], http.MethodPost)
+		unserved["collection"] = append(unserved["collection"], http.MethodPost, http.MethodPatch)
 		unserved["item"] = append(unserved["item"], http.MethodPatch, http.MethodDelete)
 	}
 	for _, c := range []struct {

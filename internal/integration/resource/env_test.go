@@ -29,7 +29,7 @@ const (
 	b1   = "0b000000-0000-4000-8000-0000000000b1"
 )
 
-const postgresSchema = `
+var postgresSchema = `
 CREATE TABLE branches (id uuid PRIMARY KEY, organization_id uuid NOT NULL, name text NOT NULL);
 CREATE TABLE accounts (
 	id uuid PRIMARY KEY, organization_id uuid NOT NULL, branch_id uuid NOT NULL REFERENCES branches,
@@ -51,9 +51,9 @@ CREATE TABLE zones (
 	id uuid PRIMARY KEY, organization_id uuid NOT NULL, branch_id uuid REFERENCES branches,
 	created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, name text NOT NULL);
 CREATE VIEW api_branches AS SELECT id, organization_id, name, now() AS created_at, now() AS updated_at FROM branches;
-`
+`+externalIDs("text")
 
-const sqliteSchema = `
+var sqliteSchema = `
 CREATE TABLE branches (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, name TEXT NOT NULL) STRICT;
 CREATE TABLE accounts (
 	id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT NOT NULL REFERENCES branches,
@@ -76,7 +76,25 @@ CREATE TABLE zones (
 	created_at TEXT NOT NULL, updated_at TEXT NOT NULL, name TEXT NOT NULL) STRICT;
 CREATE VIEW api_branches AS SELECT id, organization_id, name,
 	'2026-01-01T00:00:00.000000Z' AS created_at, '2026-01-01T00:00:00.000000Z' AS updated_at FROM branches;
+`+externalIDs("TEXT")
+
+// externalIDs adds the column external_id, of type typ, and its unique
+// indexes (see resource.ExternalIDField) to the tables of the writable
+// resources: the tests of batch writes and upserts declare them with
+// ExternalID, the others leave the column alone.
+func externalIDs(typ string) string {
+	return `
+ALTER TABLE accounts ADD COLUMN external_id ` + typ + `;
+ALTER TABLE quotations ADD COLUMN external_id ` + typ + `;
+ALTER TABLE vehicles ADD COLUMN external_id ` + typ + `;
+ALTER TABLE zones ADD COLUMN external_id ` + typ + `;
+CREATE UNIQUE INDEX accounts_external_id ON accounts (branch_id, external_id) WHERE external_id IS NOT NULL;
+CREATE UNIQUE INDEX quotations_external_id ON quotations (branch_id, external_id) WHERE external_id IS NOT NULL;
+CREATE UNIQUE INDEX vehicles_external_id ON vehicles (organization_id, external_id) WHERE external_id IS NOT NULL;
+CREATE UNIQUE INDEX zones_external_id ON zones (branch_id, external_id) WHERE external_id IS NOT NULL AND branch_id IS NOT NULL;
+CREATE UNIQUE INDEX zones_external_id_org ON zones (organization_id, external_id) WHERE external_id IS NOT NULL AND branch_id IS NULL;
 `
+}
 
 // testResources declares the resources of the tests, the same that the
 // tests beside package resource describe in OpenAPI documents.

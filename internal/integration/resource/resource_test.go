@@ -168,7 +168,7 @@ func TestBodyErrors(t *testing.T) {
 			{"unknown field on PATCH", "PATCH", item, `{"fax":"1"}`, 400, "invalid_update", "unknown field"},
 			{"branch_id on PATCH", "PATCH", item, `{"branch_id":"` + a2 + `"}`, 400, "invalid_update", "set by the server"},
 			{"wrong type on PATCH", "PATCH", item, `{"status":true}`, 400, "invalid_update", "status: true is a boolean, not a string"},
-			{"not an object", "POST", base + "/accounts", `[{"company_name":"x"}]`, 400, "invalid_request", "one JSON object"},
+			{"not an object", "POST", base + "/accounts", `"company_name"`, 400, "invalid_request", "one JSON object"},
 			{"not JSON", "POST", base + "/accounts", `company_name=x`, 400, "invalid_request", "one JSON object"},
 			{"trailing data", "POST", base + "/accounts", `{"company_name":"x","account_type":"customer"} {}`, 400, "invalid_request", "one JSON object"},
 			{"a member twice", "POST", base + "/accounts", `{"company_name":"x","company_name":"y","account_type":"customer"}`, 400, "invalid_request", "twice"},
@@ -275,7 +275,7 @@ func TestMethodsAndReadOnly(t *testing.T) {
 			{"POST", "/v1/" + orgA + "/branches", "GET, HEAD"},
 			{"PATCH", "/v1/" + orgA + "/branches/" + a1, "GET, HEAD"},
 			{"DELETE", "/api/v1/" + orgA + "/branches/" + a1, "GET, HEAD"},
-			{"PUT", "/v1/" + a1 + "/accounts", "GET, HEAD, POST"},
+			{"PUT", "/v1/" + a1 + "/accounts", "GET, HEAD, POST, PATCH"},
 			{"PUT", "/v1/" + a1 + "/accounts/" + a1, "GET, HEAD, PATCH, DELETE"},
 			{"POST", "/v1/" + a1 + "/accounts/" + a1, "GET, HEAD, PATCH, DELETE"},
 		} {
