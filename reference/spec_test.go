@@ -283,7 +283,7 @@ func TestSPEC(t *testing.T) {
 				}{
 					{"invalid_request: a filter on an unknown field", "GET", qpath + "?filter=color:eq:red", e.full, "", 400, "invalid_request"},
 					{"invalid_request: an unknown parameter", "GET", qpath + "?page=2", e.full, "", 400, "invalid_request"},
-					{"invalid_request: a body that is no JSON object", "POST", qpath, e.full, `["x"]`, 400, "invalid_request"},
+					{"invalid_request: a body that is no JSON object", "POST", qpath, e.full, `"x"`, 400, "invalid_request"},
 					{"invalid_request: a query string that does not decode", "GET", qpath + "?filter=status:eq:%zz", e.full, "", 400, "invalid_request"},
 					{"invalid_create: an unknown field", "POST", qpath, e.full, `{"colour":"red"}`, 400, "invalid_create"},
 					{"create_failed: a reference to another branch", "POST", qpath, e.full,

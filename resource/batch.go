@@ -728,9 +728,10 @@ func (h *handlers) batchAnswer(status int, items []*item, outcomes bool) (*answe
 }
 
 // appendChanges tells the Outbox of each record written, in the order
-// given.
+// given: at once when it is a BatchOutbox.
 func (h *handlers) appendChanges(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, items []*item, at time.Time) ([]*Change, error) {
-	if h.registry.Outbox == nil {
+	out := h.registry.Outbox
+	if out == nil {
 		return nil, nil
 	}
 	var changes []*Change
@@ -746,11 +747,18 @@ func (h *handlers) appendChanges(ctx context.Context, tx *sql.Tx, t tenancy.Tena
 		if it.current != nil {
 			op = Updated
 		}
-		c, err := h.appendChange(ctx, tx, t, op, it.id, it.current, it.out, rec, at)
-		if err != nil {
+		changes = append(changes, h.newChange(t, op, it.id, it.current, it.out, rec, at))
+	}
+	if all, ok := out.(BatchOutbox); ok {
+		if len(changes) == 0 {
+			return nil, nil
+		}
+		return changes, all.AppendAll(ctx, tx, changes)
+	}
+	for _, c := range changes {
+		if err := out.Append(ctx, tx, c); err != nil {
 			return nil, err
 		}
-		changes = append(changes, c)
 	}
 	return changes, nil
 }

@@ -18,6 +18,16 @@ type Outbox interface {
 	Append(ctx context.Context, tx *sql.Tx, c *Change) error
 }
 
+// BatchOutbox is an Outbox that records the changes of a batch write at
+// once: AppendAll runs in the batch's transaction, as its last statement,
+// with its changes in the order of the batch's items, and records them
+// as Append would one by one, in that order. A batch write through an
+// Outbox that is not a BatchOutbox calls Append for each change.
+type BatchOutbox interface {
+	Outbox
+	AppendAll(ctx context.Context, tx *sql.Tx, cs []*Change) error
+}
+
 // Operation is what a write did to a record.
 type Operation uint8
 
@@ -92,6 +102,15 @@ func (h *handlers) appendChange(ctx context.Context, tx *sql.Tx, t tenancy.Tenan
 	if out == nil {
 		return nil, nil
 	}
+	c := h.newChange(t, op, id, before, after, record, at)
+	if err := out.Append(ctx, tx, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newChange returns the change of a write (see appendChange).
+func (h *handlers) newChange(t tenancy.Tenant, op Operation, id string, before, after []any, record []byte, at time.Time) *Change {
 	c := &Change{Resource: h.resource, Tenant: t, Operation: op, ID: id, Record: record, Time: at}
 	scope := t.OrganizationID
 	if t.BranchID != "" {
@@ -108,10 +127,7 @@ func (h *handlers) appendChange(ctx context.Context, tx *sql.Tx, t tenancy.Tenan
 	if op != Deleted {
 		c.Changed, c.Status = h.changed(before, after)
 	}
-	if err := out.Append(ctx, tx, c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c
 }
 
 // committed calls the registry's AfterCommit with a change whose write
