@@ -11,8 +11,11 @@
 // never writable, filterable or sortable), tenant isolation on every
 // method (another organization's and another branch's records are never
 // listed, read, changed or deleted: 404, and the record is unchanged), 405
-// with an Allow header for the methods a resource does not serve, and the
-// resource's paths and schema in the registry's OpenAPI document.
+// with an Allow header for the methods a resource does not serve, the batch
+// writes (a batch with a refused item writes nothing and names every
+// refused item; the bounds; a batch update reaches no other tenant's
+// record; an upsert item needs its external_id), and the resource's paths
+// and schema in the registry's OpenAPI document.
 //
 // The caller gives the registry, a key set that its verifier accepts, the
 // tenants to work in, and a function that returns a record of a tenant;
@@ -83,12 +86,14 @@ var checks = []check{
 	{"tenant columns", checkTenantColumns},
 	{"isolation", checkIsolation},
 	{"methods", checkMethods},
+	{"batch", checkBatch},
 	{"openapi", checkOpenAPI},
 }
 
 // TestResource runs the conformance suite on the registered resource r,
 // one subtest per part. The subtests run one after another; they create
-// records only through Config.Record, and change or delete none.
+// records only through Config.Record, and change or delete none: the batch
+// writes they send are refused, or change nothing.
 func TestResource(t *testing.T, c Config, r *resource.Resource) {
 	t.Helper()
 	s := newSuite(t, c, r)
@@ -188,6 +193,12 @@ func (r response) errorCode() string {
 // do sends a request as the tenant; body, if not nil, is sent as JSON.
 func (s *suite) do(t testing.TB, as Tenant, method, target string, body any) response {
 	t.Helper()
+	return s.doWith(t, as, method, target, body, nil)
+}
+
+// doWith is do with more request headers.
+func (s *suite) doWith(t testing.TB, as Tenant, method, target string, body any, header map[string]string) response {
+	t.Helper()
 	var rd *bytes.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -200,6 +211,9 @@ func (s *suite) do(t testing.TB, as Tenant, method, target string, body any) res
 	req.Header.Set("Authorization", "Bearer "+s.token(t, as))
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
 	s.handler.ServeHTTP(rec, req)
