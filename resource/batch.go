@@ -386,29 +386,63 @@ var errOvertaken = errors.New("resource: an external_id was inserted meanwhile")
 func (it *item) writes() bool { return it.err == nil && it.outcome != outcomeUnchanged }
 
 // runHooks runs the create or update hooks of each item to be written,
-// refusing the item with what its hook returns. An error that is not an
-// API error (the database's) fails the batch.
+// refusing the item with what its hook returns: the update hooks of each
+// update, then each create hook in turn on the creates still standing, at
+// once where it has a BeforeCreateBatch. An error that is not the item's
+// (the database's, the server's) fails the batch.
 func (h *handlers) runHooks(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, items []*item, at time.Time) error {
 	res := h.resource
+	var creates []*item
 	for _, it := range items {
 		if !it.writes() {
 			continue
 		}
 		it.write = &Write{Resource: res, Tenant: t, Changes: it.changes, Dialect: h.dialect(), Time: at}
-		hook, refuse := res.Hooks.BeforeCreate, apierrors.CreateFailed
-		if it.current != nil {
-			it.write.Current = h.record(it.current)
-			hook, refuse = res.Hooks.BeforeUpdate, apierrors.InvalidUpdate
-		}
-		if hook == nil {
+		if it.current == nil {
+			creates = append(creates, it)
 			continue
 		}
-		if err := hook(ctx, tx, it.write); err != nil {
-			if _, ok := apierrors.As(err); !ok {
+		it.write.Current = h.record(it.current)
+		if err := runHook(ctx, tx, it, res.Hooks.BeforeUpdate, apierrors.InvalidUpdate); err != nil {
+			return err
+		}
+	}
+	for _, step := range res.Hooks.steps() {
+		if step.BeforeCreateBatch != nil {
+			var ws []*Write
+			for _, it := range creates {
+				if it.err == nil {
+					ws = append(ws, it.write)
+				}
+			}
+			if len(ws) > 0 {
+				if err := step.BeforeCreateBatch(ctx, tx, ws); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		for _, it := range creates {
+			if err := runHook(ctx, tx, it, step.BeforeCreate, apierrors.CreateFailed); err != nil {
 				return err
 			}
-			it.refuse(err, refuse)
 		}
+	}
+	return nil
+}
+
+// runHook runs hook (when not nil) on the write of it, a standing item,
+// refusing it with what the hook returns; an error that is not the item's
+// is returned.
+func runHook(ctx context.Context, tx *sql.Tx, it *item, hook func(context.Context, *sql.Tx, *Write) error, refuse func(string, ...any) *apierrors.Error) error {
+	if hook == nil || it.err != nil {
+		return nil
+	}
+	if err := hook(ctx, tx, it.write); err != nil {
+		if e, ok := apierrors.As(err); !ok || e.Status >= http.StatusInternalServerError {
+			return err // the server's failure, not the item's
+		}
+		it.refuse(err, refuse)
 	}
 	return nil
 }

@@ -13,7 +13,9 @@ import (
 type hookFunc = func(ctx context.Context, tx *sql.Tx, w *Write) error
 
 // Combine returns hooks that run each of hooks in order, stopping at the
-// first error.
+// first error. A batch write runs them in the same order: the
+// BeforeCreateBatch of a hook that has one on the records still standing,
+// the BeforeCreate of the others on each.
 func Combine(hooks ...Hooks) Hooks {
 	chain := func(pick func(Hooks) hookFunc) hookFunc {
 		var fs []hookFunc
@@ -43,8 +45,18 @@ func Combine(hooks ...Hooks) Hooks {
 		if combined.status == "" {
 			combined.status = h.status
 		}
+		combined.parts = append(combined.parts, h.steps()...)
 	}
 	return combined
+}
+
+// steps returns the hooks h runs one after the other: those Combine
+// combined, or h itself.
+func (h Hooks) steps() []Hooks {
+	if h.parts != nil {
+		return h.parts
+	}
+	return []Hooks{h}
 }
 
 // StatusFlow returns hooks that keep an Enum field on a state machine: a

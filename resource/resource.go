@@ -132,8 +132,18 @@ type Hooks struct {
 	BeforeUpdate func(ctx context.Context, tx *sql.Tx, w *Write) error
 	// BeforeDelete may refuse a delete.
 	BeforeDelete func(ctx context.Context, tx *sql.Tx, w *Write) error
+	// BeforeCreateBatch, when set, runs instead of BeforeCreate for the
+	// new records of a batch write (a batch create, an upsert's creates),
+	// once, with their writes in the order of the batch's items: for a
+	// hook that takes something for each record from the database, such
+	// as the next numbers of a sequence, in one statement rather than one
+	// a record. Set BeforeCreate too, which single creates run. An error
+	// it returns fails the whole batch; refusing one record is
+	// BeforeCreate's.
+	BeforeCreateBatch func(ctx context.Context, tx *sql.Tx, ws []*Write) error
 
-	status string // the field of StatusFlow
+	status string  // the field of StatusFlow
+	parts  []Hooks // the hooks that Combine combined, in order
 }
 
 // Write is what a hook sees of a write.

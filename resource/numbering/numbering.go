@@ -62,6 +62,12 @@ const nextSQL = `INSERT INTO number_sequences (branch_id, kind, year, next_value
 ON CONFLICT (branch_id, kind, year) DO UPDATE SET next_value = number_sequences.next_value + 1
 RETURNING next_value - 1`
 
+// nextNSQL takes n numbers at once, as nextSQL takes one: it returns the
+// first, and the counter moves past the last.
+const nextNSQL = `INSERT INTO number_sequences (branch_id, kind, year, next_value) VALUES ($1, $2, $3, $4::bigint + 1)
+ON CONFLICT (branch_id, kind, year) DO UPDATE SET next_value = number_sequences.next_value + $4::bigint
+RETURNING next_value - $4::bigint`
+
 // Querier is what Next needs of a transaction; a *sql.Tx is one.
 type Querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -77,6 +83,17 @@ func Next(ctx context.Context, q Querier, branchID, kind string, year int) (int6
 		return 0, fmt.Errorf("numbering: take the next %s number of branch %s: %w", kind, branchID, err)
 	}
 	return n, nil
+}
+
+// NextN takes the next n numbers of kind for the branch and year inside
+// the transaction q, in one statement, and returns the first: the numbers
+// are first, first+1, ... first+n-1, as n calls of Next would take them.
+func NextN(ctx context.Context, q Querier, branchID, kind string, year int, n int) (int64, error) {
+	var first int64
+	if err := q.QueryRowContext(ctx, nextNSQL, branchID, kind, year, n).Scan(&first); err != nil {
+		return 0, fmt.Errorf("numbering: take the next %d %s numbers of branch %s: %w", n, kind, branchID, err)
+	}
+	return first, nil
 }
 
 // Format returns the number n of a year as records show it, prefix, year
@@ -95,17 +112,49 @@ func Format(prefix string, year int, n int64) string {
 // branch. Give each numbered resource its own kind; resources that share
 // a kind share one sequence.
 func Hooks(field, prefix, kind string) resource.Hooks {
-	return resource.Hooks{BeforeCreate: func(ctx context.Context, tx *sql.Tx, w *resource.Write) error {
-		branch := w.Tenant.BranchID
-		if branch == "" {
-			return apierrors.Internal(errors.New("numbering: " + field + " needs a branch-scoped write"))
-		}
-		year := w.Time.UTC().Year()
-		n, err := Next(ctx, tx, branch, kind, year)
-		if err != nil {
-			return apierrors.Internal(err)
-		}
-		w.Changes[field] = Format(prefix, year, n)
-		return nil
-	}}
+	return resource.Hooks{
+		BeforeCreate: func(ctx context.Context, tx *sql.Tx, w *resource.Write) error {
+			branch := w.Tenant.BranchID
+			if branch == "" {
+				return apierrors.Internal(errors.New("numbering: " + field + " needs a branch-scoped write"))
+			}
+			year := w.Time.UTC().Year()
+			n, err := Next(ctx, tx, branch, kind, year)
+			if err != nil {
+				return apierrors.Internal(err)
+			}
+			w.Changes[field] = Format(prefix, year, n)
+			return nil
+		},
+		// A batch takes the numbers of its records in one statement per
+		// branch and year, in the order of its records.
+		BeforeCreateBatch: func(ctx context.Context, tx *sql.Tx, ws []*resource.Write) error {
+			type group struct {
+				branch string
+				year   int
+			}
+			var order []group
+			members := map[group][]*resource.Write{}
+			for _, w := range ws {
+				if w.Tenant.BranchID == "" {
+					return apierrors.Internal(errors.New("numbering: " + field + " needs a branch-scoped write"))
+				}
+				g := group{w.Tenant.BranchID, w.Time.UTC().Year()}
+				if members[g] == nil {
+					order = append(order, g)
+				}
+				members[g] = append(members[g], w)
+			}
+			for _, g := range order {
+				first, err := NextN(ctx, tx, g.branch, kind, g.year, len(members[g]))
+				if err != nil {
+					return apierrors.Internal(err)
+				}
+				for i, w := range members[g] {
+					w.Changes[field] = Format(prefix, g.year, first+int64(i))
+				}
+			}
+			return nil
+		},
+	}
 }
