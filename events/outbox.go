@@ -210,4 +210,3 @@ func branch(c *resource.Change) any {
 	}
 	return c.BranchID
 }
-

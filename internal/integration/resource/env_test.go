@@ -51,7 +51,7 @@ CREATE TABLE zones (
 	id uuid PRIMARY KEY, organization_id uuid NOT NULL, branch_id uuid REFERENCES branches,
 	created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, name text NOT NULL);
 CREATE VIEW api_branches AS SELECT id, organization_id, name, now() AS created_at, now() AS updated_at FROM branches;
-`+externalIDs("text")
+` + externalIDs("text")
 
 var sqliteSchema = `
 CREATE TABLE branches (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, name TEXT NOT NULL) STRICT;
@@ -76,7 +76,7 @@ CREATE TABLE zones (
 	created_at TEXT NOT NULL, updated_at TEXT NOT NULL, name TEXT NOT NULL) STRICT;
 CREATE VIEW api_branches AS SELECT id, organization_id, name,
 	'2026-01-01T00:00:00.000000Z' AS created_at, '2026-01-01T00:00:00.000000Z' AS updated_at FROM branches;
-`+externalIDs("TEXT")
+` + externalIDs("TEXT")
 
 // externalIDs adds the column external_id, of type typ, and its unique
 // indexes (see resource.ExternalIDField) to the tables of the writable
