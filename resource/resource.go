@@ -60,6 +60,15 @@
 //   - Prefer: count=exact|estimated|none on lists (see ExactCountBelow);
 //   - fields=a,b on GET, to return only those fields: at most as many
 //     names as the resource has fields, counted as given, else 400.
+//
+// For integrations that load and sync in bulk, every writable resource
+// also takes batch creates (a JSON array on POST of the collection), batch
+// updates (a JSON array on PATCH of the collection), and, with
+// Resource.ExternalID, upserts by the integrator's own id (POST with
+// Prefer: resolution=merge-duplicates): all or nothing, every refused item
+// named in the 400 invalid_batch answer's "errors" (see MaxBatchItems,
+// MaxBatchBytes and Registry.ChargeExtra). Hooks.BeforeCreateBatch lets a
+// hook do for a batch at once what it does for each record.
 package resource
 
 import (
