@@ -139,6 +139,7 @@ func TestOpenAPIAnswersValidate(t *testing.T) {
 			w := newOAVWorld(t, b.url(t), postgres)
 			seen := w.resources(t)
 			seen = append(seen, w.idempotency(t, postgres)...)
+			seen = append(seen, w.bulk(t)...)
 			seen = append(seen, w.tokens(t)...)
 			seen = append(seen, w.feedAndWebhooks(t)...)
 			seen = append(seen, w.limited(t)...)
@@ -224,6 +225,22 @@ func (w *oavWorld) idempotency(t *testing.T, postgres bool) []string {
 	require.NoError(t, err)
 	oavWant(t, w.call(t, "POST", accounts, w.token, `{"company_name":"Slow"}`, "Idempotency-Key", "slow"), 409)
 	return append(seen, "createAccount 409")
+}
+
+// bulk are the answers of batch writes and upserts: records in a list,
+// outcomes, and refusals that name their items.
+func (w *oavWorld) bulk(t *testing.T) []string {
+	t.Helper()
+	accounts := "/v1/" + w.branch + "/accounts"
+	oavWant(t, w.call(t, "POST", accounts, w.token, `[{"company_name":"Bulk 1","external_id":"B-1"},{"company_name":"Bulk 2","external_id":"B-2"}]`), 201)
+	oavWant(t, w.call(t, "POST", accounts, w.token, `[{"company_name":"Bulk 2","external_id":"B-2"},{"company_name":"Bulk 3","external_id":"B-3","comment":"new"}]`,
+		"Prefer", "resolution=merge-duplicates"), 200)
+	oavWant(t, w.call(t, "POST", accounts, w.token, `[{"company_name":"Fine"},{"company_name":"Bad","account_type":"alien"}]`), 400)
+	oavWant(t, w.call(t, "POST", accounts, w.token, `[{"company_name":"Again","external_id":"B-1"}]`), 409)
+	oavWant(t, w.call(t, "POST", accounts, w.token, `{"company_name":"Again","external_id":"B-1"}`), 409)
+	oavWant(t, w.call(t, "PATCH", accounts, w.token, `[{"external_id":"B-1","comment":"changed"}]`), 200)
+	oavWant(t, w.call(t, "PATCH", accounts, w.token, `[{"external_id":"B-none","comment":"x"}]`), 400)
+	return []string{"createAccount 200", "createAccount 400", "updateAccounts 200", "updateAccounts 400"}
 }
 
 // tokens are the answers of the token, introspection and revocation
