@@ -72,6 +72,14 @@ func (o *Outbox) AppendAll(ctx context.Context, tx *sql.Tx, cs []*resource.Chang
 	return nil
 }
 
+// postgresInsert inserts events from one array a column, in their order
+// (WITH ORDINALITY keeps it, and so the order of pos).
+const postgresInsert = `INSERT INTO ` + eventstore.Table + ` (organization_id, id, type, resource, branch_id, record_id, time, body)
+SELECT $1, e.id, e.type, e.resource, e.branch_id, e.record_id, e.time, e.body
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[]) WITH ORDINALITY
+	AS e (id, type, resource, branch_id, record_id, time, body, n)
+ORDER BY e.n`
+
 // insert inserts evs, the events of the changes of (of[i] is the change of
 // evs[i]), which are all of one organization: unnumbered on PostgreSQL,
 // numbered after the organization's head on SQLite.
@@ -80,17 +88,20 @@ func (o *Outbox) insert(ctx context.Context, tx *sql.Tx, of []*resource.Change, 
 	var sb strings.Builder
 	var args []any
 	if o.Dialect == query.Postgres {
-		sb.WriteString(`INSERT INTO ` + eventstore.Table + ` (organization_id, id, type, resource, branch_id, record_id, time, body) VALUES `)
-		args = append(args, org)
+		// One array a column: one statement text whatever the number of
+		// events, which the driver prepares once.
+		n := len(evs)
+		ids, types, resources, records, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		branches, times := make([]*string, n), make([]time.Time, n)
 		for i, e := range evs {
-			if i > 0 {
-				sb.WriteString(", ")
+			c := of[i]
+			ids[i], types[i], resources[i], records[i], bodies[i] = e.id, e.typ, c.Resource.Name, c.ID, string(e.body)
+			if c.BranchID != "" {
+				branches[i] = &c.BranchID
 			}
-			c, p := of[i], len(args)
-			fmt.Fprintf(&sb, "($1, $%d, $%d, $%d, $%d, $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5, p+6, p+7)
-			args = append(args, e.id, e.typ, c.Resource.Name, branch(c), c.ID, eventTime(c), string(e.body))
+			times[i] = eventTime(c)
 		}
-		_, err := tx.ExecContext(ctx, sb.String(), args...)
+		_, err := tx.ExecContext(ctx, postgresInsert, org, ids, types, resources, branches, records, times, bodies)
 		return err
 	}
 	var last int64
