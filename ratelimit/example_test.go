@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/ratelimit"
 )
 
@@ -160,4 +161,34 @@ func ExampleOptions_policies() {
 	// a 200 "rest-app";r=0;t=60
 	// a 429 "rest-app";r=0;t=60
 	// b 200 "rest";r=1;t=45
+}
+
+// A batch write of n records counts as ceil(n/10) requests: the gate
+// counted the request as one when it came in, and the handler, once it
+// knows n, charges the rest before it writes anything.
+func ExampleGate_ChargeMore() {
+	clock := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC) // a stopped clock, for the output
+	gate := ratelimit.NewGate(ratelimit.Options{
+		Limiter: ratelimit.NewMemory(ratelimit.MemoryOptions{Now: func() time.Time { return clock }}),
+		Limit:   ratelimit.Limit{Name: "api", Quota: 100, Window: time.Minute},
+		Key:     func(*http.Request) (string, bool) { return "org-1", true },
+	})
+	batch := func(records int) http.Handler {
+		return gate.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := gate.ChargeMore(w, r, (records+9)/10-1); err != nil {
+				apierrors.Write(w, r, err) // 429: nothing more counted, nothing written
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+		}))
+	}
+	for _, records := range []int{500, 400, 200} {
+		rec := httptest.NewRecorder()
+		batch(records).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/orders", nil))
+		fmt.Println(records, rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// 500 201 "api";r=50;t=30
+	// 400 201 "api";r=10;t=54
+	// 200 429 "api";r=9;t=55
 }

@@ -167,6 +167,20 @@ type policy struct {
 // positive Window, when Options.Keys holds a nil KeyFunc, and when it has
 // more than one policy (or key) and a Limiter that is not a MultiLimiter.
 func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
+	return NewGate(opts).Wrap
+}
+
+// A Gate is the middleware of MiddlewareWithOptions as a value: Wrap puts
+// it in front of a handler, and ChargeMore counts a request it let through
+// as more requests than one, once the handler knows what the request
+// costs (a batch write of many records, say).
+type Gate struct {
+	m *middleware // nil: a gate that limits nothing
+}
+
+// NewGate returns the gate of opts; it panics as MiddlewareWithOptions
+// does.
+func NewGate(opts Options) *Gate {
 	var policies []policy
 	all := append([]Policy{{Limit: opts.Limit, Key: opts.Key}}, make([]Policy, len(opts.Keys))...)
 	for i, k := range opts.Keys {
@@ -193,7 +207,7 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 		policies = append(policies, policy{Policy: p, hdr: newHeaders(p.Limit), group: group})
 	}
 	if len(policies) == 0 {
-		return func(next http.Handler) http.Handler { return next }
+		return &Gate{}
 	}
 	limiter := opts.Limiter
 	if limiter == nil {
@@ -217,12 +231,85 @@ func MiddlewareWithOptions(opts Options) func(http.Handler) http.Handler {
 		onError:    onError,
 		errw:       apierrors.Writer{Logger: logger},
 	}
-	return func(next http.Handler) http.Handler {
-		if len(policies) == 1 && policies[0].Quota == nil {
-			return m.one(next)
-		}
-		return m.several(next)
+	return &Gate{m: m}
+}
+
+// Wrap returns next behind the gate: the middleware of
+// MiddlewareWithOptions.
+func (g *Gate) Wrap(next http.Handler) http.Handler {
+	switch {
+	case g.m == nil:
+		return next
+	case len(g.m.policies) == 1 && g.m.policies[0].Quota == nil:
+		return g.m.one(next)
 	}
+	return g.m.several(next)
+}
+
+// ChargeMore counts r, a request the gate let through, as n more requests
+// under every policy and key it was counted under (their quotas as they
+// were for r), in one decision of the Limiter: all n or none. A batch
+// write of k records that should cost ceil(k/10) requests calls it with
+// ceil(k/10)-1 once it has read its body, before it writes anything.
+//
+// It returns nil when n is not positive, when the gate limits nothing or
+// r is under none of its policies (a KeyFunc said ok false), and when the
+// n more requests fit: the RateLimit header on w then reports the state
+// after them. When they do not fit it counts nothing and returns the
+// 429 rate_limited error the middleware answers with (Retry-After: when
+// the tightest policy has room for them), to be answered as it is. A
+// Limiter that fails is the middleware's policy again: fail open returns
+// nil (after OnError), fail closed the 503 the middleware answers with.
+// More than one charge needs a MultiLimiter. A request that costs more than
+// a policy's whole quota is refused (429) without asking the Limiter: no
+// wait would make room for it.
+func (g *Gate) ChargeMore(w http.ResponseWriter, r *http.Request, n int) error {
+	if g == nil || g.m == nil || n <= 0 {
+		return nil
+	}
+	m := g.m
+	var sc scratch
+	charges, hdrs, _, _ := m.charges(r, &sc)
+	if len(charges) == 0 {
+		return nil
+	}
+	for _, c := range charges {
+		if n+1 > c.Limit.Quota {
+			// More than the quota of a window: no wait makes room.
+			return apierrors.RateLimited(ceilSeconds(c.Limit.Window)).WithDescription(
+				"this request costs %d requests of the limit %q, which allows %d a window: send it in smaller parts", n+1, c.Limit.Name, c.Limit.Quota)
+		}
+	}
+	all := make([]Charge, 0, n*len(charges))
+	for range n {
+		all = append(all, charges...)
+	}
+	ds := make([]Decision, len(all))
+	if err := AllowAll(r.Context(), m.limiter, all, ds); err != nil {
+		if r.Context().Err() != nil {
+			return apierrors.ClientClosed(r.Context().Err())
+		}
+		m.onError(r, err)
+		if m.failClosed {
+			return apierrors.Unavailable("the rate limit could not be checked; retry later")
+		}
+		return nil
+	}
+	last := ds[len(ds)-len(charges):] // each bucket after every charge
+	if t := tightest(last); last[t].Allowed {
+		w.Header().Set(headerState, hdrs[t].state(last[t]))
+		return nil
+	}
+	// Nothing more was counted: the RateLimit header the middleware set
+	// still says what is left. A bucket has room for n more once its
+	// reset time is down to Window - n·Window/Quota; ds[i] of the first
+	// charges are each bucket's figures as they are.
+	var wait time.Duration
+	for i, c := range charges {
+		need := time.Duration(int64(c.Limit.Window) * int64(n) / int64(c.Limit.Quota))
+		wait = max(wait, ds[i].Reset-c.Limit.Window+need)
+	}
+	return apierrors.RateLimited(max(1, ceilSeconds(wait)))
 }
 
 // middleware is the state of one MiddlewareWithOptions.
@@ -283,31 +370,7 @@ func (m *middleware) several(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sc := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(sc)
-		charges, hdrs, grps := sc.charges[:0], sc.hdrs[:0], sc.groups[:0]
-		usual := true // every policy, none overridden
-		for i := range m.policies {
-			p := &m.policies[i]
-			k, ok := p.Key(r)
-			if !ok {
-				usual = false
-				continue
-			}
-			lim, hdr := p.Limit, p.hdr
-			if p.Quota != nil {
-				if q, ok := p.Quota(r, k); ok && q != lim.Quota {
-					lim.Quota = q
-					hdr = newHeaders(lim)
-					usual = false
-				}
-			}
-			if !lim.Enabled() {
-				usual = false
-				continue
-			}
-			charges = append(charges, Charge{Key: k, Limit: lim})
-			hdrs = append(hdrs, hdr)
-			grps = append(grps, p.group)
-		}
+		charges, hdrs, grps, usual := m.charges(r, sc)
 		if len(charges) == 0 {
 			next.ServeHTTP(w, r)
 			return
@@ -344,6 +407,38 @@ func (m *middleware) several(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// charges returns what r is counted under, in sc: a charge, the headers
+// and the group of each policy that keys r with an enabled limit; usual
+// is true when that is every policy with its own quota.
+func (m *middleware) charges(r *http.Request, sc *scratch) (charges []Charge, hdrs []headers, grps []int, usual bool) {
+	charges, hdrs, grps = sc.charges[:0], sc.hdrs[:0], sc.groups[:0]
+	usual = true // every policy, none overridden
+	for i := range m.policies {
+		p := &m.policies[i]
+		k, ok := p.Key(r)
+		if !ok {
+			usual = false
+			continue
+		}
+		lim, hdr := p.Limit, p.hdr
+		if p.Quota != nil {
+			if q, ok := p.Quota(r, k); ok && q != lim.Quota {
+				lim.Quota = q
+				hdr = newHeaders(lim)
+				usual = false
+			}
+		}
+		if !lim.Enabled() {
+			usual = false
+			continue
+		}
+		charges = append(charges, Charge{Key: k, Limit: lim})
+		hdrs = append(hdrs, hdr)
+		grps = append(grps, p.group)
+	}
+	return charges, hdrs, grps, usual
 }
 
 // failed applies the fail-open or fail-closed policy to a request whose

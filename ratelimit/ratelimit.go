@@ -64,6 +64,15 @@
 // so that an outage of the limiter is not an outage of the API;
 // [Options.FailClosed] answers 503 temporarily_unavailable instead. Either
 // way [Options.OnError] hears of every failure.
+//
+// # Requests that cost more
+//
+// A request may cost more than one: a batch write of 1,000 records, say,
+// that counts as 100. A [Gate] is the middleware as a value: its Wrap
+// counts each request as one when it comes in, and its ChargeMore lets the
+// handler, once it knows the cost, count the rest under the same policies
+// and keys, all or nothing; a cost that does not fit is 429 with nothing
+// more counted, before the handler writes anything.
 package ratelimit
 
 import (

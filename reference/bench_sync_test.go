@@ -44,7 +44,8 @@ func benchAPI(b *testing.B, d benchData, limited, outbox bool) (http.Handler, st
 		if err != nil {
 			b.Fatal(err)
 		}
-		api.Middleware = limits.REST()
+		rest := limits.REST()
+		api.Middleware, api.ChargeExtra = rest.Wrap, rest.ChargeMore
 	}
 	now := time.Now()
 	token, err := keys.Sign(&bearer.Claims{Issuer: issuer, Subject: newID(), Audience: bearer.Audience, Role: bearer.Role,

@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/internal/testdb"
 )
 
 // bulkWorld is a server with an organization, a branch and an app that
@@ -146,4 +149,39 @@ func TestBulkThroughTheServer(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestBatchRateLimitCost: a batch of n items costs ceil(n/10) requests of
+// the organization's REST limit, and one the limit has no room for is
+// refused with 429 and writes nothing.
+func TestBatchRateLimitCost(t *testing.T) {
+	t.Parallel()
+	w := newBulkWorld(t, "sqlite://"+testdb.SQLitePath(t), "40")
+	accounts := w.base + "/v1/" + w.branch + "/accounts"
+	remaining := func(a swAnswer) int {
+		t.Helper()
+		// RateLimit: "rest";r=N;t=S
+		for part := range strings.SplitSeq(a.header.Get("RateLimit"), ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(part), "r="); ok {
+				n, err := strconv.Atoi(v)
+				require.NoError(t, err)
+				return n
+			}
+		}
+		t.Fatalf("no RateLimit remaining in %q", a.header.Get("RateLimit"))
+		return 0
+	}
+	first := swDo(t, http.MethodGet, accounts+"?limit=1", w.token, "", nil)
+	require.Equal(t, http.StatusOK, first.status, first.body)
+	before := remaining(first)
+	a := swDo(t, http.MethodPost, accounts, w.token, accountItems("A", 250), nil)
+	require.Equal(t, http.StatusCreated, a.status, a.body)
+	assert.InDelta(t, before-25, remaining(a), 1, "250 items cost 25 requests (the quota refills meanwhile by at most one)")
+	// What is left is less than 30: a batch of 300 is refused whole.
+	a = swDo(t, http.MethodPost, accounts, w.token, accountItems("B", 300), nil)
+	require.Equal(t, http.StatusTooManyRequests, a.status, a.body)
+	assert.NotEmpty(t, a.header.Get("Retry-After"))
+	list := swDo(t, http.MethodGet, accounts+"?limit=1&filter=external_id:eq:B-0", w.token, "", nil)
+	require.Equal(t, http.StatusOK, list.status, list.body)
+	assert.Contains(t, list.body, `"total":0`, "the refused batch wrote nothing")
 }

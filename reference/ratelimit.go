@@ -279,11 +279,13 @@ func (l *rateLimits) Close() error {
 	return l.close()
 }
 
-// REST returns the middleware of the "rest" and "rest-app" limits, for
-// resource.Registry.Middleware: it keys each request by the organization
-// that tenancy resolved and by the token's app within it.
-func (l *rateLimits) REST() func(http.Handler) http.Handler {
-	return ratelimit.MiddlewareWithOptions(ratelimit.Options{
+// REST returns the gate of the "rest" and "rest-app" limits: its Wrap is
+// resource.Registry.Middleware, its ChargeMore Registry.ChargeExtra (a
+// batch of n records costs ceil(n/10) requests). It keys each request by
+// the organization that tenancy resolved and by the token's app within
+// it.
+func (l *rateLimits) REST() *ratelimit.Gate {
+	return ratelimit.NewGate(ratelimit.Options{
 		Limiter:  l.limiter,
 		Limit:    l.rest,
 		Key:      keyByOrganization,

@@ -283,7 +283,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 			logger.Error("close rate limiter", "error", err.Error())
 		}
 	}()
-	api.Middleware = limits.REST()
+	rest := limits.REST()
+	api.Middleware, api.ChargeExtra = rest.Wrap, rest.ChargeMore
 
 	srv := &http.Server{
 		Handler: newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger, DBTimeout: cfg.DBTimeout,
