@@ -84,7 +84,7 @@ type Registry struct {
 	// ceil(n/ItemsPerRequest) requests, the one it is and extra more,
 	// which ChargeExtra charges once the body is read and before anything
 	// is written. An error it returns (429 rate_limited) refuses the batch
-	// and is answered as it is. ratelimit.ChargeMore is one. Nil means a
+	// and is answered as it is. The ChargeMore of a ratelimit.Gate is one. Nil means a
 	// batch counts as one request.
 	ChargeExtra func(w http.ResponseWriter, r *http.Request, extra int) error
 	// AfterCommit, when set, is called with each change Outbox recorded,
