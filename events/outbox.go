@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,21 @@ func (o *Outbox) Append(ctx context.Context, tx *sql.Tx, c *resource.Change) err
 		return fmt.Errorf("events: append: %w", err)
 	}
 	return nil
+}
+
+// BeginSnapshot begins a read-only transaction on one consistent snapshot
+// of db and returns it with the organization's feed cursor after that
+// snapshot: the feed after the cursor gives exactly the writes the
+// snapshot does not hold. It implements resource.Snapshotter, through
+// which a registry's exports (NDJSON, CSV) read, so that a client that
+// resynchronizes from an export goes on with the feed from the cursor
+// the export answers with, missing nothing and seeing nothing twice.
+func (o *Outbox) BeginSnapshot(ctx context.Context, db *sql.DB, organizationID string) (*sql.Tx, string, error) {
+	tx, head, err := eventstore.BeginSnapshot(ctx, db, o.Dialect, organizationID)
+	if err != nil {
+		return nil, "", err
+	}
+	return tx, strconv.FormatInt(head, 10), nil
 }
 
 // AppendAll records the changes of a batch write in tx, in their order, as

@@ -10,6 +10,9 @@ import (
 
 // list is GET {prefix}/{scopeId}/{resource}.
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+	if format := exportFormat(r); format != "" {
+		return h.export(w, r, format)
+	}
 	t := tenant(r)
 	q, err := h.resource.schema.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -36,6 +39,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		return readError(err)
 	}
 	w.Header().Add("Vary", "Prefer")
+	w.Header().Add("Vary", "Accept")
 	if asked && applied == mode {
 		w.Header().Set("Preference-Applied", applied.String())
 	}

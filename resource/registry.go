@@ -87,6 +87,13 @@ type Registry struct {
 	// and is answered as it is. The ChargeMore of a ratelimit.Gate is one. Nil means a
 	// batch counts as one request.
 	ChargeExtra func(w http.ResponseWriter, r *http.Request, extra int) error
+	// ExportTimeout bounds an export (a list asked for as NDJSON or CSV)
+	// from the moment it begins to answer; zero means
+	// DefaultExportTimeout (10 minutes). Until it answers, the request's
+	// own deadline bounds it; each write to the client must be done
+	// within ExportWriteTimeout. A server's http.Server.WriteTimeout does
+	// not cut an export short: each write sets its own deadline.
+	ExportTimeout time.Duration
 	// AfterCommit, when set, is called with each change Outbox recorded,
 	// once its transaction has committed: to wake what delivers the
 	// changes (a webhook dispatcher) without waiting for its next poll. It

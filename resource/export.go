@@ -1,0 +1,338 @@
+package resource
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/csv"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
+)
+
+// Exports.
+//
+// GET {prefix}/{scopeId}/{resource} with Accept: application/x-ndjson or
+// Accept: text/csv streams every record that the filters match, in the
+// sort given, instead of a page: NDJSON is one record a line, as the
+// list's data shows it; CSV (RFC 4180, CRLF line ends) has a header row
+// of the field names, then a row a record, an empty cell for null. In a
+// CSV cell a string is written as it is and every other value as its JSON
+// text unquoted: a number as 12.5, a boolean as true, a date as
+// 2026-11-20, a timestamp as 2026-11-20T10:00:00.123456Z (a field whose
+// value were a JSON object or array would be its JSON text, quoted as CSV
+// quotes any cell). fields= applies, to both. limit, offset and after are
+// refused with 400 invalid_request: an export has no pages. Accept
+// application/json, */* or none gives the list as always; the answer of a
+// list varies with Accept.
+//
+// The rows are read in one transaction, one consistent snapshot of the
+// database: REPEATABLE READ, read only, on PostgreSQL; one read
+// transaction on SQLite, which holds a SQLite registry's one connection
+// for the whole export. When the registry's Outbox is a Snapshotter (as
+// events.Outbox is), the answer carries Waybill-Feed-Cursor: the change
+// feed's cursor after which come exactly the writes the snapshot does not
+// hold, so that a client that resynchronizes from an export and then
+// follows the feed from that cursor misses nothing and sees nothing twice.
+//
+// The answer is streamed as it is read, through a buffer of ExportBuffer
+// bytes, so that memory stays flat whatever the number of records. The
+// request's own deadline bounds the export until it starts to answer;
+// then Registry.ExportTimeout bounds the whole export, and each write to
+// the client must be done within ExportWriteTimeout, so that a client that
+// stops reading frees its connection and its database transaction. A
+// failure once the answer has begun (the database went away, the export
+// timed out) cuts the answer off without its end, so that the client
+// cannot take a part for the whole, and is logged.
+
+// The media types of an export.
+const (
+	NDJSON = "application/x-ndjson"
+	CSV    = "text/csv"
+)
+
+// FeedCursorHeader is the header of an export's change-feed cursor.
+const FeedCursorHeader = "Waybill-Feed-Cursor"
+
+// Bounds of an export.
+const (
+	// DefaultExportTimeout bounds an export of a registry whose
+	// ExportTimeout is zero.
+	DefaultExportTimeout = 10 * time.Minute
+	// ExportWriteTimeout bounds each write of an export's answer to the
+	// client.
+	ExportWriteTimeout = 30 * time.Second
+	// ExportBuffer is the size of the buffer an export writes through.
+	ExportBuffer = 32 << 10
+)
+
+// Snapshotter is an Outbox that can begin a read of one consistent
+// snapshot of the database and say where its change feed goes on after
+// that snapshot: the writes after cursor in the feed of the organization
+// are exactly those the snapshot does not hold. An export reads through it
+// when the registry's Outbox is one. The transaction is read-only, lives
+// until ctx ends or the caller commits or rolls it back, and may take
+// another connection of db for a moment while it begins.
+type Snapshotter interface {
+	BeginSnapshot(ctx context.Context, db *sql.DB, organizationID string) (tx *sql.Tx, cursor string, err error)
+}
+
+// exportTimeout is the registry's ExportTimeout, or the default.
+func (g *Registry) exportTimeout() time.Duration {
+	if g.ExportTimeout > 0 {
+		return g.ExportTimeout
+	}
+	return DefaultExportTimeout
+}
+
+// exportFormat returns the media type of the export r asks for by its
+// Accept header, or "" for a page of the list: the acceptable type with
+// the highest q-value, the first given on a tie; application/json, */*,
+// application/* and types the API does not serve count as a list.
+func exportFormat(r *http.Request) string {
+	type choice struct {
+		typ string
+		q   float64
+	}
+	var choices []choice
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			typ, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if s, ok := params["q"]; ok {
+				if q, err = strconv.ParseFloat(s, 64); err != nil {
+					continue
+				}
+			}
+			if q > 0 {
+				choices = append(choices, choice{typ, q})
+			}
+		}
+	}
+	sort.SliceStable(choices, func(i, j int) bool { return choices[i].q > choices[j].q })
+	for _, c := range choices {
+		switch c.typ {
+		case NDJSON, CSV:
+			return c.typ
+		case "application/json", "*/*", "application/*":
+			return ""
+		}
+	}
+	return ""
+}
+
+// export is GET {prefix}/{scopeId}/{resource} that asks for format.
+func (h *handlers) export(w http.ResponseWriter, r *http.Request, format string) error {
+	t := tenant(r)
+	values := r.URL.Query()
+	for _, p := range []string{"limit", "offset", "after"} {
+		if values.Has(p) {
+			return apierrors.InvalidRequest("%s: an export has no pages: it streams every record the filters match; leave out limit, offset and after", p)
+		}
+	}
+	q, err := h.resource.schema.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	only, err := h.fields(r)
+	if err != nil {
+		return err
+	}
+	d := h.dialect()
+	cond, args := tenantWhere(h.resource, t)
+	b := h.selectFrom().Where(cond, args...)
+	if filters := q.Where(d); filters != nil {
+		b = b.Where(filters)
+	}
+	text, targs, err := d.SQL(b.OrderBy(q.OrderBy(d)...))
+	if err != nil {
+		return apierrors.Internal(err)
+	}
+
+	// The export's context outlives the request's deadline, which bounds
+	// only its start (see stop below).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.registry.exportTimeout())
+	defer cancel()
+	stop := context.AfterFunc(r.Context(), cancel)
+	defer stop()
+	tx, cursor, err := h.beginSnapshot(ctx, t)
+	if err != nil {
+		return h.exportFailed(r, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, text, targs...)
+	if err != nil {
+		return h.exportFailed(r, err)
+	}
+	defer rows.Close()
+	if !stop() {
+		return h.exportFailed(r, r.Context().Err()) // the request ended meanwhile
+	}
+
+	hdr := w.Header()
+	hdr.Set("Content-Type", format)
+	if format == CSV {
+		hdr.Set("Content-Type", "text/csv; charset=utf-8; header=present")
+	}
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Add("Vary", "Accept")
+	if cursor != "" {
+		hdr.Set(FeedCursorHeader, cursor)
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	out := bufio.NewWriterSize(&deadlineWriter{w: w, rc: http.NewResponseController(w)}, ExportBuffer)
+	if err := h.stream(out, rows, format, only); err != nil {
+		logger := h.registry.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.ErrorContext(r.Context(), "export failed after its answer began; the answer is cut off",
+			"method", r.Method, "path", r.URL.Path, "error", err)
+		panic(http.ErrAbortHandler) // the client sees the answer cut off, never a clean end
+	}
+	_ = tx.Commit()
+	return nil
+}
+
+// exportFailed is the error of an export that failed before it began to
+// answer: the request's own when it ended (its deadline, its client gone),
+// else err as a read's.
+func (h *handlers) exportFailed(r *http.Request, err error) error {
+	if rerr := r.Context().Err(); rerr != nil {
+		return rerr
+	}
+	if _, ok := apierrors.As(err); ok {
+		return err
+	}
+	return readError(err)
+}
+
+// beginSnapshot begins the read of an export: through the Outbox when it
+// is a Snapshotter, which gives the feed's cursor too; else a read-only
+// REPEATABLE READ transaction on PostgreSQL, a read transaction on SQLite.
+func (h *handlers) beginSnapshot(ctx context.Context, t tenancy.Tenant) (*sql.Tx, string, error) {
+	if s, ok := h.registry.Outbox.(Snapshotter); ok {
+		return s.BeginSnapshot(ctx, h.db(), t.OrganizationID)
+	}
+	var opts *sql.TxOptions
+	if h.dialect() == query.Postgres {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	tx, err := h.db().BeginTx(ctx, opts)
+	return tx, "", err
+}
+
+// stream writes the rows to out in format, the fields only selects (nil:
+// all), and flushes it.
+func (h *handlers) stream(out *bufio.Writer, rows *sql.Rows, format string, only []bool) error {
+	vals, ptrs := h.scratch()
+	var line []byte
+	var cw *csv.Writer
+	var cells []string
+	if format == CSV {
+		cw = csv.NewWriter(out)
+		cw.UseCRLF = true
+		for i, c := range h.cols {
+			if only == nil || only[i] {
+				cells = append(cells, c.name)
+			}
+		}
+		if err := cw.Write(cells); err != nil {
+			return err
+		}
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		if cw == nil {
+			var err error
+			if line, err = h.appendFields(line[:0], vals, only); err != nil {
+				return err
+			}
+			if _, err := out.Write(append(line, '\n')); err != nil {
+				return err
+			}
+			continue
+		}
+		cells = cells[:0]
+		for i, c := range h.cols {
+			if only != nil && !only[i] {
+				continue
+			}
+			v, err := normalize(c.typ, vals[i])
+			if err != nil {
+				return err
+			}
+			cells = append(cells, csvCell(v))
+		}
+		if err := cw.Write(cells); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if cw != nil {
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return err
+		}
+	}
+	return out.Flush()
+}
+
+// csvCell writes a Record value as a CSV cell: a string as it is, null
+// empty, anything else as its JSON text unquoted.
+func csvCell(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	}
+	b := appendJSON(nil, v)
+	if len(b) >= 2 && b[0] == '"' {
+		b = b[1 : len(b)-1] // a timestamp: RFC 3339, nothing to unescape
+	}
+	return string(b)
+}
+
+// deadlineWriter writes to the client, each write due within
+// ExportWriteTimeout: a client that stops reading ends the export.
+type deadlineWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	if err := d.rc.SetWriteDeadline(time.Now().Add(ExportWriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, err
+	}
+	n, err := d.w.Write(p)
+	if err == nil {
+		err = d.rc.Flush()
+		if errors.Is(err, http.ErrNotSupported) {
+			err = nil
+		}
+	}
+	return n, err
+}
+
+var _ io.Writer = (*deadlineWriter)(nil)
