@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,13 +24,13 @@ type bulkWorld struct {
 	syncWorld
 }
 
-func newBulkWorld(t *testing.T, dbURL, rest string) bulkWorld {
+func newBulkWorld(t *testing.T, dbURL, rest string, flags ...string) bulkWorld {
 	t.Helper()
 	org := createID(t, "admin", "org", "create", "--name", "Acme", "--database-url", dbURL)
 	branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
 	app := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "ERP", "--all-branches",
 		"--scopes", "svc:accounts:read svc:accounts:write svc:events:read", "--database-url", dbURL)
-	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--rate-rest", rest, "--rate-rest-app", "0"}, env(nil))
+	base, _, stop := startRun(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--rate-rest", rest, "--rate-rest-app", "0"}, flags...), env(nil))
 	t.Cleanup(func() { require.NoError(t, stop()) })
 	token := rlToken(t, base, rlTenant{org: org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)})
 	return bulkWorld{syncWorld{dbURL: dbURL, base: base, org: org, branch: branch, token: token}}
@@ -184,4 +187,76 @@ func TestBatchRateLimitCost(t *testing.T) {
 	list := swDo(t, http.MethodGet, accounts+"?limit=1&filter=external_id:eq:B-0", w.token, "", nil)
 	require.Equal(t, http.StatusOK, list.status, list.body)
 	assert.Contains(t, list.body, `"total":0`, "the refused batch wrote nothing")
+}
+
+// TestExportThroughTheServer: an export through the reference server
+// outlives the request deadline (--db-timeout), which bounds only its
+// start: a client that reads 20,000 records slowly still gets them all,
+// with the feed's cursor, and the feed from it holds the writes made
+// meanwhile and no other.
+func TestExportThroughTheServer(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			w := newBulkWorld(t, b.url(t), "0", "--db-timeout", "1s")
+			accounts := w.base + "/v1/" + w.branch + "/accounts"
+			for i := range 20 {
+				a := swDo(t, http.MethodPost, accounts, w.token, accountItems(fmt.Sprintf("E%d", i), 1000), nil)
+				require.Equal(t, http.StatusCreated, a.status, a.body)
+			}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, accounts+"?sort=id:asc", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer "+w.token)
+			req.Header.Set("Accept", "application/x-ndjson")
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer res.Body.Close()
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			cursor := res.Header.Get("Waybill-Feed-Cursor")
+			require.NotEmpty(t, cursor)
+			// A write while the export streams: after the cursor, not in
+			// the export. On SQLite, whose one connection the export holds,
+			// the write waits for it (and, longer than --db-timeout, would
+			// be 503): it comes after.
+			var late swAnswer
+			write := func() {
+				late = swDo(t, http.MethodPost, accounts, w.token, `{"company_name":"Late","account_type":"customer"}`, nil)
+				require.Equal(t, http.StatusCreated, late.status, late.body)
+			}
+			if b.name == "postgres" {
+				write()
+			}
+			started := time.Now()
+			var lines int
+			buf := make([]byte, 64<<10)
+			var rest []byte
+			for {
+				n, err := res.Body.Read(buf)
+				rest = append(rest, buf[:n]...)
+				for {
+					i := bytes.IndexByte(rest, '\n')
+					if i < 0 {
+						break
+					}
+					assert.NotContains(t, string(rest[:i]), `"Late"`)
+					lines++
+					rest = rest[i+1:]
+				}
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+				time.Sleep(20 * time.Millisecond) // a slow reader
+			}
+			assert.Equal(t, 20000, lines)
+			assert.Greater(t, time.Since(started), time.Second, "the export outlived the request deadline")
+			if b.name != "postgres" {
+				write()
+			}
+			events, _ := w.feed(t, cursor)
+			lateID := batchIDs(t, "{\"data\":["+strings.TrimSuffix(strings.TrimPrefix(late.body, `{"data":`), `,"version":"v1"}`+"\n")+"]}")
+			assert.Equal(t, []string{"account.created " + lateID[0]}, events)
+		})
+	}
 }

@@ -240,6 +240,12 @@ func (w *oavWorld) bulk(t *testing.T) []string {
 	oavWant(t, w.call(t, "POST", accounts, w.token, `{"company_name":"Again","external_id":"B-1"}`), 409)
 	oavWant(t, w.call(t, "PATCH", accounts, w.token, `[{"external_id":"B-1","comment":"changed"}]`), 200)
 	oavWant(t, w.call(t, "PATCH", accounts, w.token, `[{"external_id":"B-none","comment":"x"}]`), 400)
+	ndjson := oavWant(t, w.call(t, "GET", accounts+"?sort=company_name:asc&filter=external_id:in:B-1,B-2,B-3", w.token, "", "Accept", "application/x-ndjson"), 200)
+	assert.Equal(t, 3, strings.Count(ndjson.body, "\n"), "the three accounts of the batch")
+	assert.Regexp(t, `^[0-9]+$`, ndjson.header.Get("Waybill-Feed-Cursor"))
+	csv := oavWant(t, w.call(t, "GET", accounts+"?fields=company_name,comment", w.token, "", "Accept", "text/csv"), 200)
+	assert.True(t, strings.HasPrefix(csv.body, "id,company_name,comment\r\n"), csv.body)
+	oavWant(t, w.call(t, "GET", accounts+"?limit=5", w.token, "", "Accept", "text/csv"), 400)
 	return []string{"createAccount 200", "createAccount 400", "updateAccounts 200", "updateAccounts 400"}
 }
 

@@ -17,8 +17,11 @@ import (
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
-// Timeouts of the HTTP server. Request bodies are at most 1 MiB, so a
-// generous read timeout still bounds slow clients.
+// Timeouts of the HTTP server. Request bodies are at most 1 MiB (10 MiB
+// for a batch), so a generous read timeout still bounds slow clients. An
+// export streams longer than writeTimeout: each of its writes sets its
+// own deadline (resource.ExportWriteTimeout), and the registry's
+// ExportTimeout bounds it whole.
 const (
 	readHeaderTimeout = 10 * time.Second
 	readTimeout       = 30 * time.Second

@@ -220,6 +220,7 @@ func oaSecurity(scope string) []openapi.SecurityRequirement {
 func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operation {
 	desc := []string{
 		"Lists the " + n.plural + " that `{scopeId}` sees, a page at a time, filtered and sorted as the parameters say. `pagination.total` counts every record the filters match.",
+		oaExportSentence,
 		oaScopeSentence(r.ScopeType, oaRead),
 		oaNeedsScope(r.ReadScope()),
 	}
@@ -231,10 +232,10 @@ func (b *openAPIBuilder) listOperation(r *Resource, n oaNames) *openapi.Operatio
 		Description: strings.Join(desc, "\n\n"),
 		Parameters:  append(oaListParameters(r), oaFields(r), oaPrefer()),
 		Responses: map[string]*openapi.Response{
-			"200": oaSuccess("A page of "+n.plural+": whole records, or with `fields`, `id` and the fields named.", n.schema+"ListEnvelope", map[string]*openapi.Header{
+			"200": oaExport(oaSuccess("A page of "+n.plural+": whole records, or with `fields`, `id` and the fields named; with `Accept: "+NDJSON+"` or `"+CSV+"`, every record the filters match (see the description).", n.schema+"ListEnvelope", map[string]*openapi.Header{
 				"Preference-Applied": openapi.HeaderRef("Preference-Applied"), "Link": openapi.HeaderRef("Link"),
-			}),
-			"400": openapi.ErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode. The description names the parameter or field.",
+			}), n),
+			"400": openapi.ErrorResponse("`invalid_request`: a limit, offset, sort or filter that does not parse or is not allowed, an unknown parameter, or a query string that does not decode; `limit`, `offset` or `after` on an export. The description names the parameter or field.",
 				oaErr(apierrors.CodeInvalidRequest, `filter on "created_at": operator "like" is not allowed; the field allows eq, ne, in, gt, gte, lt, lte, isnull`)),
 			"401": b.shared("Unauthorized", oaUnauthorized),
 			"403": oaForbidden(r, r.ReadScope(), oaRead),

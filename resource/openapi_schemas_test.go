@@ -50,6 +50,10 @@ func TestOpenAPIRecordSchemas(t *testing.T) {
 			n := oaAt(t, doc, "paths", "/v1/{scopeId}/"+r.Name, "get", "operationId").(string)
 			fullRef := strings.TrimSuffix(oaRecordRef(t, doc, "/v1/{scopeId}/"+r.Name, "get", "200", "items"), "Partial")
 			assert.Equal(t, fullRef+"Partial", oaRecordRef(t, doc, "/v1/{scopeId}/"+r.Name+"/{id}", "get", "200"), n)
+			listed := oaObj(t, doc, "paths", "/v1/{scopeId}/"+r.Name, "get", "responses", "200")
+			assert.Equal(t, fullRef+"Partial", oaAt(t, listed, "content", resource.NDJSON, "schema", "$ref"), "%s: an export line is a record", n)
+			assert.Equal(t, "string", oaAt(t, listed, "content", resource.CSV, "schema", "type"), n)
+			assert.Contains(t, oaObj(t, listed, "headers"), resource.FeedCursorHeader, n)
 			if r.ReadOnly {
 				return
 			}

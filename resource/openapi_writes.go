@@ -20,6 +20,10 @@ func oaSyncHeaders(h map[string]*openapi.Header) {
 		Description: "The next page, when there is one (RFC 8288): `<path?...&after=cursor>; rel=\"next\"`, the request's path and query with `after` for `offset`.",
 		Schema:      &openapi.Schema{Type: "string"},
 	}
+	h[FeedCursorHeader] = &openapi.Header{
+		Description: "On an export, when the API has a change feed: the feed's cursor after which come exactly the writes the export does not hold (send it as the feed's `after`).",
+		Schema:      &openapi.Schema{Type: "string", Pattern: "^[0-9]+$"},
+	}
 	h["Preference-Applied"] = &openapi.Header{
 		Description: "The count preference applied (RFC 7240): `count=exact`, `count=estimated` or `count=none`. Without it the total is exact.",
 		Schema:      &openapi.Schema{Type: "string", Enum: []any{"count=exact", "count=estimated", "count=none"}},
@@ -63,4 +67,20 @@ func oaAnys(s []string) []any {
 func oaPreconditionRequired() *openapi.Response {
 	return openapi.ErrorResponse("`precondition_required`: this resource takes writes only with `If-Match`.",
 		oaErr(apierrors.CodePreconditionRequired, "this resource requires If-Match: send the ETag of the record as you last read it"))
+}
+
+// oaExportSentence describes the exports of a list.
+const oaExportSentence = "With `Accept: " + NDJSON + "` (one record a line) or `Accept: " + CSV + "` (RFC 4180: a header row of the field names, then a row a record; an empty cell is null, a string is written as it is and any other value as its JSON text) " +
+	"(the highest q-value of `Accept` wins; `application/json`, `*/*` and types the API does not serve give a page) the answer is an export: every record the filters match, in the sort given, streamed, read in one consistent snapshot of the database; `fields` applies, `limit`, `offset` and `after` are refused (400 `invalid_request`). " +
+	"`" + FeedCursorHeader + "` names the change feed's cursor after which come exactly the writes the export does not hold: follow the feed from it to stay in step, missing nothing and seeing nothing twice."
+
+// oaExport adds the export media types and the feed cursor header to the
+// 200 of a list.
+func oaExport(r *openapi.Response, n oaNames) *openapi.Response {
+	r.Content[NDJSON] = &openapi.MediaType{Schema: &openapi.Schema{Ref: openapi.Ref("schemas", n.schema+"Partial"),
+		Description: "Each line of the body: one record, as the page's `data` shows it."}}
+	r.Content[CSV] = &openapi.MediaType{Schema: &openapi.Schema{Type: "string",
+		Description: "RFC 4180 CSV: a header row of the field names (`id` and those of `fields`, or every field), then a row a record."}}
+	r.Headers[FeedCursorHeader] = openapi.HeaderRef(FeedCursorHeader)
+	return r
 }
