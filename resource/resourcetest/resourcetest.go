@@ -14,8 +14,9 @@
 // with an Allow header for the methods a resource does not serve, the batch
 // writes (a batch with a refused item writes nothing and names every
 // refused item; the bounds; a batch update reaches no other tenant's
-// record; an upsert item needs its external_id), and the resource's paths
-// and schema in the registry's OpenAPI document.
+// record; an upsert item needs its external_id), the exports (NDJSON and
+// CSV of every record of the tenant and of no other, pages refused), and
+// the resource's paths and schema in the registry's OpenAPI document.
 //
 // The caller gives the registry, a key set that its verifier accepts, the
 // tenants to work in, and a function that returns a record of a tenant;
@@ -87,6 +88,7 @@ var checks = []check{
 	{"isolation", checkIsolation},
 	{"methods", checkMethods},
 	{"batch", checkBatch},
+	{"export", checkExport},
 	{"openapi", checkOpenAPI},
 }
 
