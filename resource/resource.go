@@ -68,7 +68,10 @@
 // Prefer: resolution=merge-duplicates): all or nothing, every refused item
 // named in the 400 invalid_batch answer's "errors" (see MaxBatchItems,
 // MaxBatchBytes and Registry.ChargeExtra). Hooks.BeforeCreateBatch lets a
-// hook do for a batch at once what it does for each record.
+// hook do for a batch at once what it does for each record. A list asked
+// for with Accept: application/x-ndjson or text/csv is an export: every
+// matching record, streamed from one consistent snapshot, with the change
+// feed's cursor after it when the Outbox is a Snapshotter (see NDJSON).
 package resource
 
 import (
