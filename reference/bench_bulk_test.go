@@ -9,7 +9,10 @@ package main
 //
 // with WAYBILL_TEST_DATABASE_URL set (or Docker for testcontainers). Its
 // flags follow -args: -bb.duration D (each case's measured time, 5s),
-// -bb.clients N (concurrent clients of each case, 4).
+// -bb.clients N (concurrent clients of each case, 4), -bb.shared (every
+// client writes to one branch, instead of each to a branch of its own, as
+// an ERP per branch does: the quotations of a branch take their numbers
+// one transaction after the other, so the writers of one branch queue).
 //
 // The cases, each for the same time: "single" POSTs one quotation a
 // request; "batch" POSTs batches of 1,000 quotations; "floor-insert"
@@ -43,6 +46,7 @@ import (
 var (
 	bbDuration = flag.Duration("bb.duration", 5*time.Second, "BenchmarkBulk: measured `time` of each case")
 	bbClients  = flag.Int("bb.clients", 4, "BenchmarkBulk: concurrent `clients` of each case")
+	bbShared   = flag.Bool("bb.shared", false, "BenchmarkBulk: every client writes to one branch")
 )
 
 // bbBatch is the size of a batch.
@@ -121,12 +125,29 @@ func BenchmarkBulk(b *testing.B) {
 		ClientID     string `json:"client_id"`
 		ClientSecret string `json:"client_secret"`
 	}
+	clients := *bbClients
+	// Each client's branch and account: d's, or one of its own.
+	branches, accounts := make([]string, clients), make([]string, clients)
+	for c := range clients {
+		branches[c], accounts[c] = d.branch, d.account
+		if c == 0 || *bbShared {
+			continue
+		}
+		branches[c], accounts[c] = newID(), newID()
+		for _, stmt := range []string{
+			fmt.Sprintf(`INSERT INTO branches (id, organization_id, name) VALUES ('%s', '%s', 'Branch %d')`, branches[c], d.org, c),
+			fmt.Sprintf(`INSERT INTO accounts (id, organization_id, branch_id, company_name) VALUES ('%s', '%s', '%s', 'Acme')`, accounts[c], d.org, branches[c]),
+		} {
+			if _, err := d.db.ExecContext(b.Context(), stmt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	out := bhRunCommand(b, waybillBin, "admin", "app", "create", "--org", d.org, "--name", "ERP",
-		"--scopes", "svc:quotations:read svc:quotations:write", "--branches", d.branch, "--database-url", dbURL)
+		"--scopes", "svc:quotations:read svc:quotations:write", "--all-branches", "--database-url", dbURL)
 	if err := json.Unmarshal(out, &app); err != nil || app.ClientID == "" {
 		b.Fatalf("admin app create: %v: %s", err, out)
 	}
-	clients := *bbClients
 	waybill := bhStart(b, "waybill", "bb-waybill", waybillBin, "waybill listening on ", "serve", "--addr", "127.0.0.1:0",
 		"--database-url", bhWithParam(b, dbURL, "application_name", "bb-waybill"), "--issuer", bhIssuer, "--jwt-secret", newID()+newID(),
 		"--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0", "--db-max-conns", fmt.Sprint(2*clients))
@@ -143,10 +164,9 @@ func BenchmarkBulk(b *testing.B) {
 	if err := json.Unmarshal(body, &tok); status != http.StatusOK || err != nil {
 		b.Fatalf("token: %d %s", status, body)
 	}
-	quotations := waybill.url + "/v1/" + d.branch + "/quotations"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
-	post := func(ctx context.Context, body string, header map[string]string, want int) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, quotations, strings.NewReader(body))
+	post := func(ctx context.Context, c int, body string, header map[string]string, want int) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, waybill.url+"/v1/"+branches[c]+"/quotations", strings.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -167,20 +187,20 @@ func BenchmarkBulk(b *testing.B) {
 		_, err = io.Copy(io.Discard, res.Body)
 		return err
 	}
-	item := func(ext string, packages int) string {
+	item := func(c int, ext string, packages int) string {
 		if ext == "" {
-			return fmt.Sprintf(`{"account_id":%q,"quotation_date":"2026-11-20","valid_until":"2026-12-20","total_packages":%d}`, d.account, packages)
+			return fmt.Sprintf(`{"account_id":%q,"quotation_date":"2026-11-20","valid_until":"2026-12-20","total_packages":%d}`, accounts[c], packages)
 		}
-		return fmt.Sprintf(`{"account_id":%q,"quotation_date":"2026-11-20","valid_until":"2026-12-20","total_packages":%d,"external_id":%q}`, d.account, packages, ext)
+		return fmt.Sprintf(`{"account_id":%q,"quotation_date":"2026-11-20","valid_until":"2026-12-20","total_packages":%d,"external_id":%q}`, accounts[c], packages, ext)
 	}
-	batchOf := func(prefix string, packages int) string {
+	batchOf := func(c int, prefix string, packages int) string {
 		items := make([]string, bbBatch)
 		for i := range items {
 			ext := ""
 			if prefix != "" {
 				ext = fmt.Sprintf("%s-%d", prefix, i)
 			}
-			items[i] = item(ext, packages)
+			items[i] = item(c, ext, packages)
 		}
 		return "[" + strings.Join(items, ",") + "]"
 	}
@@ -195,16 +215,16 @@ func BenchmarkBulk(b *testing.B) {
 		name string
 		one  func(ctx context.Context, client, round int) (int, error)
 	}{
-		{"single", func(ctx context.Context, _, round int) (int, error) {
-			return 1, post(ctx, item("", round%50), nil, http.StatusCreated)
+		{"single", func(ctx context.Context, c, round int) (int, error) {
+			return 1, post(ctx, c, item(c, "", round%50), nil, http.StatusCreated)
 		}},
-		{"batch", func(ctx context.Context, _, round int) (int, error) {
-			return bbBatch, post(ctx, batchOf("", round%50), nil, http.StatusCreated)
+		{"batch", func(ctx context.Context, c, round int) (int, error) {
+			return bbBatch, post(ctx, c, batchOf(c, "", round%50), nil, http.StatusCreated)
 		}},
-		{"floor-insert", func(ctx context.Context, _, round int) (int, error) {
+		{"floor-insert", func(ctx context.Context, c, round int) (int, error) {
 			var sb strings.Builder
 			sb.WriteString(`INSERT INTO quotations (id, organization_id, branch_id, created_at, updated_at, quotation_number, account_id, quotation_date, valid_until, status, total_packages) VALUES `)
-			args := []any{d.org, d.branch, d.account}
+			args := []any{d.org, branches[c], accounts[c]}
 			for i := range bbBatch {
 				if i > 0 {
 					sb.WriteString(", ")
@@ -223,23 +243,27 @@ func BenchmarkBulk(b *testing.B) {
 	// The upserts change every record of their batch each round; each
 	// client has its own 1,000.
 	for c := range clients {
-		if err := post(b.Context(), batchOf(fmt.Sprintf("ERP%d", c), 0), nil, http.StatusCreated); err != nil {
+		if err := post(b.Context(), c, batchOf(c, fmt.Sprintf("ERP%d", c), 0), nil, http.StatusCreated); err != nil {
 			b.Fatal(err)
 		}
 	}
 	merge := map[string]string{"Prefer": "resolution=merge-duplicates"}
-	results["upsert"] = bbRun(b, clients, func(ctx context.Context, client, round int) (int, error) {
-		return bbBatch, post(ctx, batchOf(fmt.Sprintf("ERP%d", client), round%49+1), merge, http.StatusOK)
+	results["upsert"] = bbRun(b, clients, func(ctx context.Context, c, round int) (int, error) {
+		return bbBatch, post(ctx, c, batchOf(c, fmt.Sprintf("ERP%d", c), round%49+1), merge, http.StatusOK)
 	})
-	results["floor-update"] = bbRun(b, clients, func(ctx context.Context, client, round int) (int, error) {
+	results["floor-update"] = bbRun(b, clients, func(ctx context.Context, c, round int) (int, error) {
 		_, err := pool.Exec(ctx, `UPDATE quotations q SET total_packages = v.n, updated_at = now()
 FROM (SELECT external_id, $3::bigint AS n FROM quotations WHERE branch_id = $1 AND external_id LIKE $2) v
-WHERE q.branch_id = $1 AND q.external_id = v.external_id`, d.branch, fmt.Sprintf("ERP%d-%%", client), round%49+1)
+WHERE q.branch_id = $1 AND q.external_id = v.external_id`, branches[c], fmt.Sprintf("ERP%d-%%", c), round%49+1)
 		return bbBatch, err
 	})
 
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\nBenchmarkBulk: %d clients, %v a case, batches of %d quotations through the built server\n", clients, *bbDuration, bbBatch)
+	where := "each in a branch of its own"
+	if *bbShared {
+		where = "all in one branch"
+	}
+	fmt.Fprintf(&sb, "\nBenchmarkBulk: %d clients %s, %v a case, batches of %d quotations through the built server\n", clients, where, *bbDuration, bbBatch)
 	for _, name := range []string{"single", "batch", "floor-insert", "upsert", "floor-update"} {
 		r := results[name]
 		fmt.Fprintf(&sb, "%-13s %10.0f records/s  p99 %8.1f ms  (%d records)\n", name, r.perSecond(), float64(r.p99().Microseconds())/1000, r.records)
