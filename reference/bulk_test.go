@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/waybillhq/waybill/internal/testdb"
 )
 
 // bulkWorld is a server with an organization, a branch and an app that
@@ -159,7 +157,16 @@ func TestBulkThroughTheServer(t *testing.T) {
 // refused with 429 and writes nothing.
 func TestBatchRateLimitCost(t *testing.T) {
 	t.Parallel()
-	w := newBulkWorld(t, "sqlite://"+testdb.SQLitePath(t), "40")
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			batchRateLimitCost(t, b.url(t))
+		})
+	}
+}
+
+func batchRateLimitCost(t *testing.T, dbURL string) {
+	w := newBulkWorld(t, dbURL, "40")
 	accounts := w.base + "/v1/" + w.branch + "/accounts"
 	remaining := func(a swAnswer) int {
 		t.Helper()
