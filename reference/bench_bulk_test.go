@@ -117,6 +117,26 @@ func bbRun(b *testing.B, clients int, one func(ctx context.Context, client, roun
 	return res
 }
 
+// bbToken returns a client-credentials token of the app from the server
+// at base.
+func bbToken(b *testing.B, base, clientID, secret string) string {
+	b.Helper()
+	req, err := http.NewRequestWithContext(b.Context(), http.MethodPost, base+"/auth/v1/oauth/token", strings.NewReader("grant_type=client_credentials"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(clientID, secret)
+	status, body := bhDo(b, req)
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal(body, &tok); status != http.StatusOK || err != nil {
+		b.Fatalf("token: %d %s", status, body)
+	}
+	return tok.AccessToken
+}
+
 func BenchmarkBulk(b *testing.B) {
 	dbURL := testdb.PostgresDatabaseURL(b)
 	d := loadQuotationsAt(b, dbURL, 0)
@@ -151,26 +171,14 @@ func BenchmarkBulk(b *testing.B) {
 	waybill := bhStart(b, "waybill", "bb-waybill", waybillBin, "waybill listening on ", "serve", "--addr", "127.0.0.1:0",
 		"--database-url", bhWithParam(b, dbURL, "application_name", "bb-waybill"), "--issuer", bhIssuer, "--jwt-secret", newID()+newID(),
 		"--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0", "--db-max-conns", fmt.Sprint(2*clients))
-	tokenReq, err := http.NewRequestWithContext(b.Context(), http.MethodPost, waybill.url+"/auth/v1/oauth/token", strings.NewReader("grant_type=client_credentials"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	tokenReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	tokenReq.SetBasicAuth(app.ClientID, app.ClientSecret)
-	status, body := bhDo(b, tokenReq)
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.Unmarshal(body, &tok); status != http.StatusOK || err != nil {
-		b.Fatalf("token: %d %s", status, body)
-	}
+	token := bbToken(b, waybill.url, app.ClientID, app.ClientSecret)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	post := func(ctx context.Context, c int, body string, header map[string]string, want int) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, waybill.url+"/v1/"+branches[c]+"/quotations", strings.NewReader(body))
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Content-Type", "application/json")
 		for k, v := range header {
 			req.Header.Set(k, v)

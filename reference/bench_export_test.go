@@ -100,19 +100,7 @@ func BenchmarkExport(b *testing.B) {
 	waybill := bhStart(b, "waybill", "be-waybill", waybillBin, "waybill listening on ", "serve", "--addr", "127.0.0.1:0",
 		"--database-url", bhWithParam(b, dbURL, "application_name", "be-waybill"), "--issuer", bhIssuer, "--jwt-secret", newID()+newID(),
 		"--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0")
-	tokenReq, err := http.NewRequestWithContext(b.Context(), http.MethodPost, waybill.url+"/auth/v1/oauth/token", strings.NewReader("grant_type=client_credentials"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	tokenReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	tokenReq.SetBasicAuth(app.ClientID, app.ClientSecret)
-	status, body := bhDo(b, tokenReq)
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.Unmarshal(body, &tok); status != http.StatusOK || err != nil {
-		b.Fatalf("token: %d %s", status, body)
-	}
+	token := bbToken(b, waybill.url, app.ClientID, app.ClientSecret)
 	conn, err := pgx.Connect(b.Context(), bhWithParam(b, dbURL, "application_name", "be-floor"))
 	if err != nil {
 		b.Fatal(err)
@@ -139,7 +127,7 @@ func BenchmarkExport(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		req.Header.Set("Authorization", "Bearer "+token)
 		req.Header.Set("Accept", accept)
 		start := time.Now()
 		res, err := http.DefaultClient.Do(req)

@@ -508,11 +508,7 @@ func (h *handlers) takenExternalIDs(ctx context.Context, tx *sql.Tx, t tenancy.T
 		}
 		b := sq.Select("id", ExternalIDColumn).From(h.resource.table()).
 			Where(h.scopeOf(t, branch)).Where(sq.Eq{ExternalIDColumn: values})
-		text, args, err := h.dialect().SQL(b)
-		if err != nil {
-			return apierrors.Internal(err)
-		}
-		rows, err := tx.QueryContext(ctx, text, args...)
+		rows, err := h.queryRows(ctx, tx, b)
 		if err != nil {
 			return err
 		}
@@ -694,11 +690,7 @@ func (h *handlers) insertItems(ctx context.Context, tx *sql.Tx, t tenancy.Tenant
 				b = b.Values(h.insertValues(t, it.id, it.write)...)
 				byID[it.id] = it
 			}
-			text, args, err := h.dialect().SQL(b)
-			if err != nil {
-				return apierrors.Internal(err)
-			}
-			rows, err := tx.QueryContext(ctx, text, args...)
+			rows, err := h.queryRows(ctx, tx, b)
 			if err != nil {
 				return err
 			}
@@ -953,11 +945,7 @@ func (h *handlers) findItems(ctx context.Context, tx *sql.Tx, scope sq.Sqlizer, 
 	if h.dialect() == query.Postgres {
 		b = b.Suffix("FOR UPDATE")
 	}
-	text, args, err := h.dialect().SQL(b)
-	if err != nil {
-		return f, apierrors.Internal(err)
-	}
-	rows, err := tx.QueryContext(ctx, text, args...)
+	rows, err := h.queryRows(ctx, tx, b)
 	if err != nil {
 		return f, err
 	}

@@ -531,13 +531,18 @@ func (h *handlers) referenceRefusals(ctx context.Context, tx *sql.Tx, t tenancy.
 	return refused, nil
 }
 
-// ids runs b, which selects ids, and returns them, in lower case.
-func (h *handlers) ids(ctx context.Context, tx *sql.Tx, b sq.Sqlizer) (map[string]bool, error) {
+// queryRows builds b in the registry's dialect and runs it in tx.
+func (h *handlers) queryRows(ctx context.Context, tx *sql.Tx, b sq.Sqlizer) (*sql.Rows, error) {
 	text, args, err := h.dialect().SQL(b)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
-	rows, err := tx.QueryContext(ctx, text, args...)
+	return tx.QueryContext(ctx, text, args...)
+}
+
+// ids runs b, which selects ids, and returns them, in lower case.
+func (h *handlers) ids(ctx context.Context, tx *sql.Tx, b sq.Sqlizer) (map[string]bool, error) {
+	rows, err := h.queryRows(ctx, tx, b)
 	if err != nil {
 		return nil, err
 	}
