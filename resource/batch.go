@@ -332,9 +332,10 @@ func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.
 				return err
 			}
 			if refusals(items) != nil {
-				// Write the others alone too, so that the answer names
-				// those the database refuses, then roll back.
-				if err := h.diagnose(ctx, tx, t, items); err != nil {
+				// Write the others too, so that the answer names those the
+				// database refuses (each alone only when the database
+				// refuses some), then roll back.
+				if err := h.tryWrite(ctx, tx, t, items); err != nil {
 					return err
 				}
 				return refusedBatch(items)
@@ -618,6 +619,32 @@ func (h *handlers) writeItems(ctx context.Context, tx *sql.Tx, t tenancy.Tenant,
 		return errors.New("resource: a batch write failed that its items, written alone, do not")
 	}
 	return refusedBatch(items)
+}
+
+// tryWrite writes the standing items of a refused batch as writeItems
+// would, under a savepoint it rolls back, to find those the database
+// refuses: in one statement a group when it takes them all, else each
+// alone (see diagnose).
+func (h *handlers) tryWrite(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, items []*item) error {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT waybill_try"); err != nil {
+		return err
+	}
+	err := h.insertItems(ctx, tx, t, items)
+	for _, it := range items {
+		if err == nil && it.writes() && it.current != nil {
+			_, err = h.updateRow(ctx, tx, t, it.id, it.write)
+		}
+	}
+	if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT waybill_try"); rerr != nil {
+		return rerr
+	}
+	switch {
+	case err == nil:
+		return nil
+	case sqlerr.KindOf(err) == sqlerr.None:
+		return err
+	}
+	return h.diagnose(ctx, tx, t, items)
 }
 
 // diagnose writes each item to be written alone, under a savepoint of its

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
@@ -53,7 +54,12 @@ import (
 // stops reading frees its connection and its database transaction. A
 // failure once the answer has begun (the database went away, the export
 // timed out) cuts the answer off without its end, so that the client
-// cannot take a part for the whole, and is logged.
+// cannot take a part for the whole, and is logged. Since an export holds a
+// database connection and a snapshot for as long as it runs, a registry
+// serves at most Registry.ExportsAtOnce of them at once (503 beyond, with
+// Retry-After), and one organization at most half of those (429 beyond),
+// so that neither one tenant's exports nor all of them together take the
+// connections that the other requests need.
 
 // The media types of an export.
 const (
@@ -75,6 +81,52 @@ const (
 	// ExportBuffer is the size of the buffer an export writes through.
 	ExportBuffer = 32 << 10
 )
+
+// DefaultExportsAtOnce is how many exports a registry serves at once when
+// its ExportsAtOnce is zero.
+const DefaultExportsAtOnce = 4
+
+// exportSlots counts the exports a registry serves, in all and by
+// organization.
+type exportSlots struct {
+	mu    sync.Mutex
+	total int
+	byOrg map[string]int
+}
+
+// takeExport takes a slot for an export of the organization, or refuses:
+// 503 when the registry serves ExportsAtOnce exports already, 429 when
+// the organization runs half of them (at least one). The release func
+// gives the slot back.
+func (g *Registry) takeExport(org string) (release func(), err error) {
+	most := g.ExportsAtOnce
+	if most <= 0 {
+		most = DefaultExportsAtOnce
+	}
+	perOrg := max(1, most/2)
+	e := &g.exports
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.total >= most:
+		return nil, apierrors.Unavailable("the server runs as many exports as it serves at once (%d); retry in a moment", most)
+	case e.byOrg[org] >= perOrg:
+		return nil, apierrors.RateLimited(1).WithDescription("this organization runs %d exports already, as many as it may at once; start another when one has ended", perOrg)
+	}
+	if e.byOrg == nil {
+		e.byOrg = map[string]int{}
+	}
+	e.total++
+	e.byOrg[org]++
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.total--
+		if e.byOrg[org]--; e.byOrg[org] == 0 {
+			delete(e.byOrg, org)
+		}
+	}, nil
+}
 
 // Snapshotter is an Outbox that can begin a read of one consistent
 // snapshot of the database and say where its change feed goes on after
@@ -161,6 +213,12 @@ func (h *handlers) export(w http.ResponseWriter, r *http.Request, format string)
 	if err != nil {
 		return apierrors.Internal(err)
 	}
+
+	release, err := h.registry.takeExport(t.OrganizationID)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	// The export's context outlives the request's deadline, which bounds
 	// only its start (see stop below).

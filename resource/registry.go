@@ -94,6 +94,13 @@ type Registry struct {
 	// within ExportWriteTimeout. A server's http.Server.WriteTimeout does
 	// not cut an export short: each write sets its own deadline.
 	ExportTimeout time.Duration
+	// ExportsAtOnce is the most exports the registry serves at once, each
+	// holding a database connection while it runs; zero means
+	// DefaultExportsAtOnce (4). One organization may run at most half of
+	// them (at least one) at once. One export more is refused, 503 when
+	// the registry is full, 429 when the organization is; a client retries
+	// once one has ended. Keep it well below the database pool's size.
+	ExportsAtOnce int
 	// AfterCommit, when set, is called with each change Outbox recorded,
 	// once its transaction has committed: to wake what delivers the
 	// changes (a webhook dispatcher) without waiting for its next poll. It
@@ -102,6 +109,7 @@ type Registry struct {
 
 	resources []*Resource
 	noCursors []string // the resources registered without a cursor key
+	exports   exportSlots
 }
 
 // CursorPurpose is the purpose under which a Registry without a CursorKey
