@@ -32,7 +32,10 @@ import (
 // text unquoted: a number as 12.5, a boolean as true, a date as
 // 2026-11-20, a timestamp as 2026-11-20T10:00:00.123456Z (a field whose
 // value were a JSON object or array would be its JSON text, quoted as CSV
-// quotes any cell). fields= applies, to both. limit, offset and after are
+// quotes any cell). Values are written exactly, so that they read back as
+// they were stored: a cell that starts with =, +, - or @ is not escaped,
+// and a spreadsheet that opens the file should take its cells as text.
+// fields= applies, to both. limit, offset and after are
 // refused with 400 invalid_request: an export has no pages. Accept
 // application/json, */* or none gives the list as always; the answer of a
 // list varies with Accept.
