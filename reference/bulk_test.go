@@ -29,7 +29,7 @@ func newBulkWorld(t *testing.T, dbURL, rest string, flags ...string) bulkWorld {
 	org := createID(t, "admin", "org", "create", "--name", "Acme", "--database-url", dbURL)
 	branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
 	app := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "ERP", "--all-branches",
-		"--scopes", "svc:accounts:read svc:accounts:write svc:events:read", "--database-url", dbURL)
+		"--scopes", "svc:accounts:read svc:accounts:write svc:quotations:read svc:quotations:write svc:events:read", "--database-url", dbURL)
 	base, _, stop := startRun(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--rate-rest", rest, "--rate-rest-app", "0"}, flags...), env(nil))
 	t.Cleanup(func() { require.NoError(t, stop()) })
 	token := rlToken(t, base, rlTenant{org: org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)})
@@ -104,6 +104,27 @@ func TestBulkThroughTheServer(t *testing.T) {
 			require.Len(t, ids, 3)
 			events, cursor := w.feed(t, cursor)
 			assert.Equal(t, []string{"account.created " + ids[0], "account.created " + ids[1], "account.created " + ids[2]}, events, "one event per record, in the order sent")
+
+			t.Run("a batch of quotations takes consecutive numbers", func(t *testing.T) {
+				q := fmt.Sprintf(`{"account_id":%q,"quotation_date":"2026-11-20","valid_until":"2026-12-20"}`, ids[0])
+				single := swDo(t, http.MethodPost, w.base+"/v1/"+w.branch+"/quotations", w.token, q, nil)
+				require.Equal(t, http.StatusCreated, single.status, single.body)
+				a := swDo(t, http.MethodPost, w.base+"/v1/"+w.branch+"/quotations", w.token, "["+q+","+q+","+q+"]", nil)
+				require.Equal(t, http.StatusCreated, a.status, a.body)
+				var answer struct {
+					Data []struct {
+						Number string `json:"quotation_number"`
+					} `json:"data"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(a.body), &answer))
+				year := time.Now().UTC().Year()
+				var got []string
+				for _, d := range answer.Data {
+					got = append(got, d.Number)
+				}
+				assert.Equal(t, []string{fmt.Sprintf("Q-%d-000002", year), fmt.Sprintf("Q-%d-000003", year), fmt.Sprintf("Q-%d-000004", year)}, got)
+				_, cursor = w.feed(t, cursor)
+			})
 
 			t.Run("a refused batch writes nothing and has no event", func(t *testing.T) {
 				a := swDo(t, http.MethodPost, accounts, w.token, `[{"company_name":"Fine","account_type":"customer"},{"company_name":"Bad","account_type":"alien"},{"company_name":"Taken","account_type":"customer","external_id":"ERP-1"}]`, nil)

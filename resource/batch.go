@@ -291,20 +291,21 @@ func (h *handlers) createBatch(w http.ResponseWriter, r *http.Request, t tenancy
 	for _, it := range items {
 		it.id, it.branch, it.outcome = newID(), branch, outcomeCreated
 	}
-	return h.writeBatch(w, r, t, items, http.StatusCreated, false, nil)
+	return h.writeBatch(w, r, t, items, http.StatusCreated, batchCreate, nil)
 }
 
 // writeBatch writes the standing items of a batch in one transaction, all
-// or none, and answers status with the records (and their outcomes when
-// outcomes is true). find, when not nil, runs first in the transaction:
+// or none, and answers status with the records (and, of an upsert, their
+// outcomes). find, when not nil, runs first in the transaction:
 // an upsert's and a batch update's finding of their records, which sets
 // each item's id, current record and outcome. Creates (current nil) and
 // updates alike go through their hooks, reference checks, write and
 // change, in the order given. Items refused before (err set) refuse the
 // batch, after the others are checked too, so that the answer names every
-// refusal. An upsert (retry true) whose insert another request's
-// overtook runs again, up to maxAttempts times.
-func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.Tenant, items []*item, status int, outcomes bool,
+// refusal. An upsert whose insert another request's overtook runs again,
+// up to maxAttempts times, and so does any batch the database broke off
+// (a deadlock, a serialization failure).
+func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.Tenant, items []*item, status int, kind batchKind,
 	find func(ctx context.Context, tx *sql.Tx) error) error {
 	ctx := r.Context()
 	var a *answer
@@ -325,6 +326,9 @@ func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.
 			if err := h.takenExternalIDs(ctx, tx, t, items); err != nil {
 				return err
 			}
+			if kind == batchUpsert && overtaken(items, refused) {
+				return errOvertaken
+			}
 			if err := h.runHooks(ctx, tx, t, items, at); err != nil {
 				return err
 			}
@@ -340,11 +344,11 @@ func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.
 				}
 				return refusedBatch(items)
 			}
-			if err := h.writeItems(ctx, tx, t, items, find != nil); err != nil {
+			if err := h.writeItems(ctx, tx, t, items, kind == batchUpsert); err != nil {
 				return err
 			}
 			var err error
-			if a, err = h.batchAnswer(status, items, outcomes); err != nil {
+			if a, err = h.batchAnswer(status, items, kind == batchUpsert); err != nil {
 				return err
 			}
 			if err := h.rememberFor(r, tx, t, a); err != nil {
@@ -353,7 +357,7 @@ func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.
 			changes, err = h.appendChanges(ctx, tx, t, items, at)
 			return err
 		})
-		if !errors.Is(err, errOvertaken) && !sqlerr.Retryable(err) || attempt == maxAttempts || find == nil {
+		if !errors.Is(err, errOvertaken) && !sqlerr.Retryable(err) || attempt == maxAttempts {
 			break
 		}
 		for i, it := range items { // as read, for the next attempt
@@ -371,6 +375,28 @@ func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.
 	}
 	send(w, a)
 	return nil
+}
+
+// batchKind is what a batch write does with its items.
+type batchKind int
+
+const (
+	batchCreate batchKind = iota // POST of an array
+	batchUpsert                  // POST with Prefer: resolution=merge-duplicates
+	batchUpdate                  // PATCH of an array
+)
+
+// overtaken reports whether an upsert's item that was to create a record
+// found its external_id taken (by a record another request committed
+// since the upsert looked): refused with a conflict it did not have as
+// read (refused, by index).
+func overtaken(items []*item, refused []*apierrors.Error) bool {
+	for i, it := range items {
+		if it.current == nil && it.err != nil && refused[i] == nil && it.err.Code == apierrors.CodeConflict {
+			return true
+		}
+	}
+	return false
 }
 
 // maxAttempts bounds the runs of an upsert whose inserts other requests
@@ -874,7 +900,7 @@ func (h *handlers) upsert(w http.ResponseWriter, r *http.Request, t tenancy.Tena
 		}
 		return nil
 	}
-	return h.writeBatch(w, r, t, items, http.StatusOK, true, find)
+	return h.writeBatch(w, r, t, items, http.StatusOK, batchUpsert, find)
 }
 
 // upsertable refuses the fields an upsert's item may not send: those that
@@ -1113,5 +1139,5 @@ func (h *handlers) updateBatch(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	}
-	return h.writeBatch(w, r, t, items, http.StatusOK, false, find)
+	return h.writeBatch(w, r, t, items, http.StatusOK, batchUpdate, find)
 }

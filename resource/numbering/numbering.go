@@ -64,9 +64,9 @@ RETURNING next_value - 1`
 
 // nextNSQL takes n numbers at once, as nextSQL takes one: it returns the
 // first, and the counter moves past the last.
-const nextNSQL = `INSERT INTO number_sequences (branch_id, kind, year, next_value) VALUES ($1, $2, $3, $4::bigint + 1)
-ON CONFLICT (branch_id, kind, year) DO UPDATE SET next_value = number_sequences.next_value + $4::bigint
-RETURNING next_value - $4::bigint`
+const nextNSQL = `INSERT INTO number_sequences (branch_id, kind, year, next_value) VALUES ($1, $2, $3, CAST($4 AS bigint) + 1)
+ON CONFLICT (branch_id, kind, year) DO UPDATE SET next_value = number_sequences.next_value + CAST($4 AS bigint)
+RETURNING next_value - CAST($4 AS bigint)`
 
 // Querier is what Next needs of a transaction; a *sql.Tx is one.
 type Querier interface {

@@ -190,12 +190,14 @@ func (e *env) after(t *testing.T, token, cursor string) []map[string]any {
 
 // TestExportsOnASmallPool: on PostgreSQL an export takes a second
 // connection for a moment while it begins; eight exports and writers at
-// once on a pool of two connections all finish.
+// once on a pool of two connections all finish (with export slots enough
+// for all eight).
 func TestExportsOnASmallPool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, backends[0])
 	require.Equal(t, query.Postgres, e.dialect)
 	e.db.SetMaxOpenConns(2)
+	e.registry.ExportsAtOnce = 16 // the pool, not the export slots, is under test
 	token := e.codeToken(t, orgA, "user-1", allScopes...)
 	for range 20 {
 		e.must(t, http.MethodPost, "/v1/"+a1+"/accounts", token, `{"name":"seed"}`)

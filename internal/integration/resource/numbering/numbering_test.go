@@ -200,3 +200,45 @@ func TestMigrateKeepsTheHostsTable(t *testing.T) {
 		})
 	}
 }
+
+// TestHooksBatch: a batch takes its numbers in one statement a branch and
+// year, in the order of its records, after the numbers taken one by one,
+// on both databases (NextN).
+func TestHooksBatch(t *testing.T) {
+	t.Parallel()
+	year := time.Now().UTC().Year()
+	const north, south = "0b9a3c1e-0000-4000-8000-000000000001", "0b9a3c1e-0000-4000-8000-000000000002"
+	quotations := numbering.Hooks("number", "Q", "quotation")
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := openDB(t, b)
+			northT := tenancy.Tenant{OrganizationID: "org", BranchID: north}
+			southT := tenancy.Tenant{OrganizationID: "org", BranchID: south}
+			_, err := create(t.Context(), db, quotations, northT, "ok")
+			require.NoError(t, err)
+
+			now := time.Now()
+			var ws []*resource.Write
+			for _, tenant := range []tenancy.Tenant{northT, southT, northT, northT, southT} {
+				ws = append(ws, &resource.Write{Tenant: tenant, Changes: resource.Record{}, Time: now})
+			}
+			tx, err := db.BeginTx(t.Context(), nil)
+			require.NoError(t, err)
+			require.NoError(t, quotations.BeforeCreateBatch(t.Context(), tx, ws))
+			require.NoError(t, tx.Commit())
+			var got []string
+			for _, w := range ws {
+				got = append(got, w.Changes["number"].(string))
+			}
+			q := func(n int) string { return fmt.Sprintf("Q-%d-%06d", year, n) }
+			assert.Equal(t, []string{q(2), q(1), q(3), q(4), q(2)}, got)
+			n, err := create(t.Context(), db, quotations, northT, "ok")
+			require.NoError(t, err)
+			assert.Equal(t, q(5), n, "one by one again after the batch")
+			first, err := numbering.NextN(t.Context(), db, south, "quotation", year, 3)
+			require.NoError(t, err)
+			assert.EqualValues(t, 3, first, "south's 3, 4, 5")
+		})
+	}
+}
