@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
-	"encoding/csv"
 	"errors"
 	"io"
 	"log/slog"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
@@ -300,21 +301,17 @@ func (h *handlers) beginSnapshot(ctx context.Context, t tenancy.Tenant) (*sql.Tx
 }
 
 // stream writes the rows to out in format, the fields only selects (nil:
-// all), and flushes it.
+// all), and flushes it. Each row is made in one buffer, written once.
 func (h *handlers) stream(out *bufio.Writer, rows *sql.Rows, format string, only []bool) error {
 	vals, ptrs := h.scratch()
 	var line []byte
-	var cw *csv.Writer
-	var cells []string
 	if format == CSV {
-		cw = csv.NewWriter(out)
-		cw.UseCRLF = true
 		for i, c := range h.cols {
 			if only == nil || only[i] {
-				cells = append(cells, c.name)
+				line = appendCSVCell(line, c.name)
 			}
 		}
-		if err := cw.Write(cells); err != nil {
+		if _, err := out.Write(append(line[:len(line)-1], '\r', '\n')); err != nil {
 			return err
 		}
 	}
@@ -322,57 +319,76 @@ func (h *handlers) stream(out *bufio.Writer, rows *sql.Rows, format string, only
 		if err := rows.Scan(ptrs...); err != nil {
 			return err
 		}
-		if cw == nil {
+		line = line[:0]
+		if format == CSV {
+			for i, c := range h.cols {
+				if only != nil && !only[i] {
+					continue
+				}
+				v, err := normalize(c.typ, vals[i])
+				if err != nil {
+					return err
+				}
+				line = appendCSVCell(line, v)
+			}
+			line = append(line[:len(line)-1], '\r', '\n') // for the last comma
+		} else {
 			var err error
-			if line, err = h.appendFields(line[:0], vals, only); err != nil {
+			if line, err = h.appendFields(line, vals, only); err != nil {
 				return err
 			}
-			if _, err := out.Write(append(line, '\n')); err != nil {
-				return err
-			}
-			continue
+			line = append(line, '\n')
 		}
-		cells = cells[:0]
-		for i, c := range h.cols {
-			if only != nil && !only[i] {
-				continue
-			}
-			v, err := normalize(c.typ, vals[i])
-			if err != nil {
-				return err
-			}
-			cells = append(cells, csvCell(v))
-		}
-		if err := cw.Write(cells); err != nil {
+		if _, err := out.Write(line); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if cw != nil {
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return err
-		}
-	}
 	return out.Flush()
 }
 
-// csvCell writes a Record value as a CSV cell: a string as it is, null
-// empty, anything else as its JSON text unquoted.
-func csvCell(v any) string {
+// appendCSVCell appends a Record value as a cell of RFC 4180 CSV, then a
+// comma: a string as it is, null empty, anything else as its JSON text
+// unquoted; a string that holds a comma, a quote or a line break, or
+// starts with a space, is quoted, its quotes doubled, as encoding/csv
+// writes it.
+func appendCSVCell(b []byte, v any) []byte {
 	switch v := v.(type) {
 	case nil:
-		return ""
 	case string:
-		return v
+		if !csvNeedsQuotes(v) {
+			b = append(b, v...)
+			break
+		}
+		b = append(b, '"')
+		for i := 0; i < len(v); i++ {
+			if v[i] == '"' {
+				b = append(b, '"')
+			}
+			b = append(b, v[i])
+		}
+		b = append(b, '"')
+	case time.Time:
+		b = v.UTC().AppendFormat(b, query.SQLiteTimestampLayout) // as the JSON shows it
+	default:
+		b = appendJSON(b, v) // a number or a boolean: nothing to quote
 	}
-	b := appendJSON(nil, v)
-	if len(b) >= 2 && b[0] == '"' {
-		b = b[1 : len(b)-1] // a timestamp: RFC 3339, nothing to unescape
+	return append(b, ',')
+}
+
+// csvNeedsQuotes reports whether a CSV cell of s must be quoted, by
+// encoding/csv's rule: a comma, a quote or a line break anywhere, a space
+// of any kind first, or the lone \. that some readers take for an end.
+func csvNeedsQuotes(s string) bool {
+	if s == "" {
+		return false
 	}
-	return string(b)
+	if r, _ := utf8.DecodeRuneInString(s); s == `\.` || unicode.IsSpace(r) {
+		return true
+	}
+	return strings.ContainsAny(s, ",\"\r\n")
 }
 
 // deadlineWriter writes to the client, each write due within
