@@ -288,17 +288,22 @@ func (h *handlers) createBatch(w http.ResponseWriter, r *http.Request, t tenancy
 	if res.ScopeType != tenancy.Organization {
 		branch = t.BranchID
 	}
-	for _, it := range items {
-		it.id, it.branch, it.outcome = newID(), branch, outcomeCreated
+	// Each run of the transaction (see writeBatch) starts from the items
+	// as read.
+	create := func(context.Context, *sql.Tx) error {
+		for _, it := range items {
+			it.id, it.branch, it.outcome = newID(), branch, outcomeCreated
+		}
+		return nil
 	}
-	return h.writeBatch(w, r, t, items, http.StatusCreated, batchCreate, nil)
+	return h.writeBatch(w, r, t, items, http.StatusCreated, batchCreate, create)
 }
 
 // writeBatch writes the standing items of a batch in one transaction, all
 // or none, and answers status with the records (and, of an upsert, their
-// outcomes). find, when not nil, runs first in the transaction:
+// outcomes). find runs first in the transaction, on the items as read:
 // an upsert's and a batch update's finding of their records, which sets
-// each item's id, current record and outcome. Creates (current nil) and
+// each item's id, current record and outcome (a create's new ids). Creates (current nil) and
 // updates alike go through their hooks, reference checks, write and
 // change, in the order given. Items refused before (err set) refuse the
 // batch, after the others are checked too, so that the answer names every
@@ -317,10 +322,8 @@ func (h *handlers) writeBatch(w http.ResponseWriter, r *http.Request, t tenancy.
 	}
 	for attempt := 1; ; attempt++ {
 		err = h.inTx(ctx, func(tx *sql.Tx) error {
-			if find != nil {
-				if err := find(ctx, tx); err != nil {
-					return err
-				}
+			if err := find(ctx, tx); err != nil {
+				return err
 			}
 			at := h.registry.now()
 			if err := h.takenExternalIDs(ctx, tx, t, items); err != nil {
@@ -848,6 +851,9 @@ func (h *handlers) upsert(w http.ResponseWriter, r *http.Request, t tenancy.Tena
 	res := h.resource
 	if !res.ExternalID {
 		return apierrors.InvalidRequest("%s have no external_id, which an upsert (Prefer: %s) finds records by", res.Name, mergeDuplicates)
+	}
+	if res.RequireIfMatch {
+		return apierrors.PreconditionRequired("%s require If-Match, which an upsert cannot carry for the records it updates: create them with POST, and update each with PATCH and the ETag of the record as you last read it", res.Name)
 	}
 	read := func(i int, raw json.RawMessage) *item {
 		members, err := res.itemObject(raw, res.upsertable, apierrors.InvalidCreate)
