@@ -305,6 +305,9 @@ func (b *openAPIBuilder) createOperation(r *Resource, n oaNames) *openapi.Operat
 	}
 	if p := oaMergeDuplicates(r); p != nil {
 		params = append(params, p)
+		if r.RequireIfMatch {
+			responses["428"] = b.shared("PreconditionRequired", oaPreconditionRequired)
+		}
 		desc[0] += " With `Prefer: " + mergeDuplicates + "` it is an upsert by `external_id` (see the parameter)."
 		responses["200"] = oaSuccess("The records of an upsert, in the order sent, and what was done with each.", n.schema+"UpsertEnvelope", map[string]*openapi.Header{
 			"Preference-Applied":  {Description: "`" + mergeDuplicates + "`: the POST was an upsert (RFC 7240).", Schema: &openapi.Schema{Type: "string", Const: mergeDuplicates}, Required: true},
