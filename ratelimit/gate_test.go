@@ -43,13 +43,14 @@ func TestChargeMore(t *testing.T) {
 	}{
 		{
 			// 10 a minute, one every 6 s: 1+4 leave 5; 1 leaves 4, which 6
-			// more do not fit (Retry-After: two more, 12 s); 1+3 use the rest.
+			// more do not fit (Retry-After: room for 1+6 again, three more,
+			// 18 s); 1+3 use the rest.
 			name:   "one policy: charged, then refused whole, then what is left",
 			opts:   ratelimit.Options{Limit: rest, Key: org},
 			extra:  []int{4, 6, 3},
 			status: []int{http.StatusNoContent, http.StatusTooManyRequests, http.StatusNoContent},
 			state:  []string{`"rest";r=5;t=30`, `"rest";r=4;t=36`, `"rest";r=0;t=60`},
-			retry:  []string{"", "12", ""},
+			retry:  []string{"", "18", ""},
 		},
 		{
 			// The app's 6 a minute (one every 10 s) are the tighter.
@@ -58,7 +59,7 @@ func TestChargeMore(t *testing.T) {
 			extra:  []int{3, 3, 0},
 			status: []int{http.StatusNoContent, http.StatusTooManyRequests, http.StatusNoContent},
 			state:  []string{`"rest-app";r=2;t=40`, `"rest-app";r=1;t=50`, `"rest-app";r=0;t=60`},
-			retry:  []string{"", "20", ""},
+			retry:  []string{"", "30", ""},
 		},
 		{
 			name:   "a quota of its own",
@@ -145,5 +146,35 @@ func TestChargeMoreLimiterFails(t *testing.T) {
 		} else {
 			assert.NoError(t, err, "fail open lets the batch through")
 		}
+	}
+}
+
+// A request refused by ChargeMore passes when sent again after its
+// Retry-After, and not a second before.
+func TestChargeMoreRetryAfterIsEnough(t *testing.T) {
+	t.Parallel()
+	for _, early := range []time.Duration{time.Second, 0} {
+		now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+		gate := ratelimit.NewGate(ratelimit.Options{
+			Limiter: ratelimit.NewMemory(ratelimit.MemoryOptions{Now: func() time.Time { return now }}),
+			Limit:   ratelimit.Limit{Name: "rest", Quota: 7, Window: time.Minute},
+			Key:     func(*http.Request) (string, bool) { return "org-1", true },
+		})
+		send := func(extra int) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			gate.Wrap(chargingHandler(gate, extra)).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+			return rec
+		}
+		require.Equal(t, http.StatusNoContent, send(3).Code) // 4 of 7
+		rec := send(5)                                        // 1 + 5 > the 2 left after its 1
+		require.Equal(t, http.StatusTooManyRequests, rec.Code)
+		wait, err := time.ParseDuration(rec.Header().Get("Retry-After") + "s")
+		require.NoError(t, err)
+		now = now.Add(wait - early)
+		want := http.StatusNoContent
+		if early > 0 {
+			want = http.StatusTooManyRequests
+		}
+		assert.Equal(t, want, send(5).Code, "sent again %v before Retry-After (%v)", early, wait)
 	}
 }

@@ -301,12 +301,13 @@ func (g *Gate) ChargeMore(w http.ResponseWriter, r *http.Request, n int) error {
 		return nil
 	}
 	// Nothing more was counted: the RateLimit header the middleware set
-	// still says what is left. A bucket has room for n more once its
-	// reset time is down to Window - n·Window/Quota; ds[i] of the first
-	// charges are each bucket's figures as they are.
+	// still says what is left. The request sent again costs its one and
+	// the n more: a bucket has room for n+1 once its reset time is down to
+	// Window - (n+1)·Window/Quota; ds[i] of the first charges are each
+	// bucket's figures as they are.
 	var wait time.Duration
 	for i, c := range charges {
-		need := time.Duration(int64(c.Limit.Window) * int64(n) / int64(c.Limit.Quota))
+		need := time.Duration(int64(c.Limit.Window) * int64(n+1) / int64(c.Limit.Quota))
 		wait = max(wait, ds[i].Reset-c.Limit.Window+need)
 	}
 	return apierrors.RateLimited(max(1, ceilSeconds(wait)))

@@ -50,7 +50,7 @@ func TestChargeMore(t *testing.T) {
 	rec = do(40) // 26 + 40 > 60: refused, only its own request counted
 	require.Equal(t, http.StatusTooManyRequests, rec.Code, rec.Body.String())
 	assert.Equal(t, `"rest-app";r=34;t=1560`, rec.Header().Get("RateLimit"))
-	assert.Equal(t, "360", rec.Header().Get("Retry-After"), "six more of one a minute")
+	assert.Equal(t, "420", rec.Header().Get("Retry-After"), "room for 1+40 again: seven more of one a minute")
 	rec = do(33) // 27 + 33 = 60: the app's whole quota, 60 of the organization's 100
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Equal(t, `"rest-app";r=0;t=3600`, rec.Header().Get("RateLimit"))
