@@ -166,7 +166,7 @@ func TestChargeMoreRetryAfterIsEnough(t *testing.T) {
 			return rec
 		}
 		require.Equal(t, http.StatusNoContent, send(3).Code) // 4 of 7
-		rec := send(5)                                        // 1 + 5 > the 2 left after its 1
+		rec := send(5)                                       // 1 + 5 > the 2 left after its 1
 		require.Equal(t, http.StatusTooManyRequests, rec.Code)
 		wait, err := time.ParseDuration(rec.Header().Get("Retry-After") + "s")
 		require.NoError(t, err)
