@@ -243,6 +243,14 @@ func (h *handlers) export(w http.ResponseWriter, r *http.Request, format string)
 	if !stop() {
 		return h.exportFailed(r, r.Context().Err()) // the request ended meanwhile
 	}
+	// From here the request's deadline no longer bounds the export, but a
+	// client that goes away still ends it.
+	gone := context.AfterFunc(r.Context(), func() {
+		if errors.Is(r.Context().Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	defer gone()
 
 	hdr := w.Header()
 	hdr.Set("Content-Type", format)

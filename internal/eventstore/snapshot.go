@@ -55,8 +55,10 @@ SELECT (SELECT id FROM snap), (SELECT seq FROM heads), (SELECT count(*) FROM num
 // sequencer's lock on a second connection, exports the snapshot of one
 // statement that also numbers the organization's events it holds, begins
 // the returned REPEATABLE READ transaction on that snapshot
-// (SET TRANSACTION SNAPSHOT), and only then lets the lock go. At most one
-// BeginSnapshot of the process holds two connections at once.
+// (SET TRANSACTION SNAPSHOT), and only then lets the lock go. It takes
+// both connections before the lock (a sequencer waits for the lock on a
+// connection of its own), and at most one BeginSnapshot of the process
+// takes its two at once.
 func BeginSnapshot(ctx context.Context, db *sql.DB, d query.Dialect, org string) (*sql.Tx, int64, error) {
 	if d != query.Postgres {
 		tx, err := db.BeginTx(ctx, nil)
@@ -76,11 +78,25 @@ func BeginSnapshot(ctx context.Context, db *sql.DB, d query.Dialect, org string)
 	case <-ctx.Done():
 		return nil, 0, ctx.Err()
 	}
+	// Both connections first, then the lock: a sequencer holds its
+	// connection while it waits for the lock, so taking the lock and then
+	// waiting for a second connection could wait for that sequencer.
+	// BEGIN takes no snapshot: the export's is set by its first statement.
 	seal, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer func() { _ = seal.Rollback() }()
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return nil, 0, err
+	}
+	handed := false
+	defer func() {
+		if !handed {
+			_ = tx.Rollback()
+		}
+	}()
 	if _, err := seal.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, sequenceLock); err != nil {
 		return nil, 0, fmt.Errorf("events: snapshot: %w", err)
 	}
@@ -92,17 +108,12 @@ func BeginSnapshot(ctx context.Context, db *sql.DB, d query.Dialect, org string)
 	if !snapshotID.MatchString(name) {
 		return nil, 0, fmt.Errorf("events: snapshot: an unexpected snapshot name %q", name)
 	}
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return nil, 0, err
-	}
 	if _, err := tx.ExecContext(ctx, `SET TRANSACTION SNAPSHOT '`+name+`'`); err != nil {
-		_ = tx.Rollback()
 		return nil, 0, fmt.Errorf("events: snapshot: %w", err)
 	}
 	if err := seal.Commit(); err != nil {
-		_ = tx.Rollback()
 		return nil, 0, fmt.Errorf("events: snapshot: %w", err)
 	}
+	handed = true
 	return tx, head, nil
 }

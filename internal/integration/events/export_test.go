@@ -191,8 +191,9 @@ func (e *env) after(t *testing.T, token, cursor string) []map[string]any {
 
 // TestExportsOnASmallPool: on PostgreSQL an export takes a second
 // connection for a moment while it begins; eight exports and writers at
-// once on a pool of two connections all finish (with export slots enough
-// for all eight).
+// once on a pool of two connections, beside readers of the feed whose
+// sequencer waits for the same lock on a connection of its own, all finish
+// (with export slots enough for all eight).
 func TestExportsOnASmallPool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, backends[0])
@@ -204,7 +205,7 @@ func TestExportsOnASmallPool(t *testing.T) {
 		e.must(t, http.MethodPost, "/v1/"+a1+"/accounts", token, `{"name":"seed"}`)
 	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 16)
+	errs := make(chan error, 24)
 	for i := range 8 {
 		wg.Go(func() {
 			names, cursor, err := e.exportAccounts(token)
@@ -217,6 +218,13 @@ func TestExportsOnASmallPool(t *testing.T) {
 			r, err := e.do(http.MethodPost, "/v1/"+a1+"/accounts", token, `{"name":"more"}`)
 			if err == nil && r.status != http.StatusCreated {
 				err = fmt.Errorf("write: %d %s", r.status, r.raw)
+			}
+			errs <- err
+		})
+		wg.Go(func() { // a reader of the feed: a sequencer, which waits for the lock on a connection
+			r, err := e.do(http.MethodGet, "/v1/"+orgA+"/events?limit=1000", token, "")
+			if err == nil && r.status != http.StatusOK {
+				err = fmt.Errorf("feed: %d %s", r.status, r.raw)
 			}
 			errs <- err
 		})
