@@ -235,11 +235,13 @@ func (h *handlers) export(w http.ResponseWriter, r *http.Request, format string)
 		return h.exportFailed(r, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	rows, err := tx.QueryContext(ctx, text, targs...)
-	if err != nil {
-		return h.exportFailed(r, err)
+	var rows *sql.Rows
+	if r.Method != http.MethodHead { // HEAD wants the headers, the cursor among them
+		if rows, err = tx.QueryContext(ctx, text, targs...); err != nil {
+			return h.exportFailed(r, err)
+		}
+		defer rows.Close()
 	}
-	defer rows.Close()
 	if !stop() {
 		return h.exportFailed(r, r.Context().Err()) // the request ended meanwhile
 	}
@@ -272,8 +274,11 @@ func (h *handlers) export(w http.ResponseWriter, r *http.Request, format string)
 		if logger == nil {
 			logger = slog.Default()
 		}
-		logger.ErrorContext(r.Context(), "export failed after its answer began; the answer is cut off",
-			"method", r.Method, "path", r.URL.Path, "error", err)
+		level, msg := slog.LevelError, "export failed after its answer began; the answer is cut off"
+		if errors.Is(r.Context().Err(), context.Canceled) {
+			level, msg = slog.LevelInfo, "export abandoned by the client"
+		}
+		logger.Log(r.Context(), level, msg, "method", r.Method, "path", r.URL.Path, "error", err)
 		panic(http.ErrAbortHandler) // the client sees the answer cut off, never a clean end
 	}
 	_ = tx.Commit()
