@@ -98,6 +98,9 @@ type item struct {
 	byExternalID bool
 	outcome      string
 	write        *Write
+	// record is the record as the answer shows it (see batchAnswer),
+	// which its change carries too.
+	record []byte
 }
 
 // refuse records the item's refusal, when it has none yet: err as an API
@@ -779,6 +782,7 @@ const maxInsertRows = 500
 func (h *handlers) batchAnswer(status int, items []*item, outcomes bool) (*answer, error) {
 	buf := make([]byte, 0, 64+len(items)*512)
 	buf = append(buf, `{"data":[`...)
+	spans := make([][2]int, len(items))
 	for i, it := range items {
 		if i > 0 {
 			buf = append(buf, ',')
@@ -787,10 +791,12 @@ func (h *handlers) batchAnswer(status int, items []*item, outcomes bool) (*answe
 		if vals == nil {
 			vals = it.current
 		}
+		spans[i][0] = len(buf)
 		var err error
 		if buf, err = h.appendRecord(buf, vals); err != nil {
 			return nil, apierrors.Internal(err)
 		}
+		spans[i][1] = len(buf)
 	}
 	buf = append(buf, ']')
 	a := &answer{Status: status, Headers: map[string]string{}}
@@ -806,11 +812,15 @@ func (h *handlers) batchAnswer(status int, items []*item, outcomes bool) (*answe
 		a.Headers["Preference-Applied"] = mergeDuplicates
 	}
 	a.Body = append(buf, `,"version":"`+Version+`"}`...)
+	for i, it := range items {
+		it.record = a.Body[spans[i][0]:spans[i][1]:spans[i][1]]
+	}
 	return a, nil
 }
 
 // appendChanges tells the Outbox of each record written, in the order
-// given: at once when it is a BatchOutbox.
+// given, with the record the answer shows (batchAnswer runs first): at
+// once when it is a BatchOutbox.
 func (h *handlers) appendChanges(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, items []*item, at time.Time) ([]*Change, error) {
 	out := h.registry.Outbox
 	if out == nil {
@@ -821,15 +831,11 @@ func (h *handlers) appendChanges(ctx context.Context, tx *sql.Tx, t tenancy.Tena
 		if !it.writes() {
 			continue
 		}
-		rec, err := h.appendRecord(nil, it.out)
-		if err != nil {
-			return nil, apierrors.Internal(err)
-		}
 		op := Created
 		if it.current != nil {
 			op = Updated
 		}
-		changes = append(changes, h.newChange(t, op, it.id, it.current, it.out, rec, at))
+		changes = append(changes, h.newChange(t, op, it.id, it.current, it.out, it.record, at))
 	}
 	if all, ok := out.(BatchOutbox); ok {
 		if len(changes) == 0 {
