@@ -6,12 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/ratelimit"
 	"github.com/waybillhq/waybill/ratelimit/redislimit"
 )
@@ -21,11 +19,7 @@ import (
 // policies, and a charge that does not fit counts nothing.
 func TestChargeMore(t *testing.T) {
 	t.Parallel()
-	url, prefix := testdb.Redis(t)
-	opts, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	client := redis.NewClient(opts)
-	t.Cleanup(func() { _ = client.Close() })
+	client, prefix := newClient(t)
 
 	byOrg := func(*http.Request) (string, bool) { return "org-1", true }
 	byApp := func(*http.Request) (string, bool) { return "org-1/app-1", true }

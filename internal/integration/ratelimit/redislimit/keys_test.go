@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/ratelimit"
 	"github.com/waybillhq/waybill/ratelimit/redislimit"
 )
@@ -21,11 +19,7 @@ import (
 // with the in-process limiter.
 func TestKeysRefusedChargesNone(t *testing.T) {
 	t.Parallel()
-	url, prefix := testdb.Redis(t)
-	opts, err := redis.ParseURL(url)
-	require.NoError(t, err)
-	client := redis.NewClient(opts)
-	t.Cleanup(func() { _ = client.Close() })
+	client, prefix := newClient(t)
 
 	byAccount := func(r *http.Request) (string, bool) {
 		a := r.Header.Get("X-Account")
