@@ -27,56 +27,21 @@ func ExampleRegistry_batch() {
 		org    = "7a110000-0000-4000-8000-000000000001"
 		branch = "7a110000-0000-4000-8000-0000000000b1"
 	)
-	dir, err := os.MkdirTemp("", "resource-batch-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", filepath.Join(dir, "parcels.db"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
 	// The table has external_id and its unique index (see
 	// resource.ExternalIDField).
-	if _, err := db.Exec(`CREATE TABLE parcels (
+	mux, token, done := parcelsAPI(org, branch, `CREATE TABLE parcels (
 		id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT NOT NULL,
 		created_at TEXT NOT NULL, updated_at TEXT NOT NULL, external_id TEXT,
 		label TEXT NOT NULL, weight_kg REAL NOT NULL);
-		CREATE UNIQUE INDEX parcels_external_id ON parcels (branch_id, external_id) WHERE external_id IS NOT NULL`); err != nil {
-		log.Fatal(err)
-	}
-	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
-	if err != nil {
-		log.Fatal(err)
-	}
-	reg := &resource.Registry{
-		DB: db, Dialect: query.SQLite,
-		Verifier: &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com"},
-		Branches: orgBranches{org, branch},
-	}
-	err = reg.Register(&resource.Resource{
-		Name: "parcels", ScopeType: tenancy.Branch, ExternalID: true,
-		Fields: []resource.Field{
-			{Name: "label", Type: query.String, Create: true, Update: true, Required: true},
-			{Name: "weight_kg", Type: query.Number, Create: true, Update: true, Required: true, Min: resource.Bound(0)},
-		},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	reg.Mount(mux)
-	now := time.Now()
-	token, err := keys.Sign(&bearer.Claims{
-		Issuer: "https://tms.example.com", Subject: "erp", Audience: bearer.Audience, Role: bearer.Role,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1", OrganizationID: org,
-		ClientID: "erp", Scopes: []string{"svc:parcels:read", "svc:parcels:write"},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
+		CREATE UNIQUE INDEX parcels_external_id ON parcels (branch_id, external_id) WHERE external_id IS NOT NULL`,
+		&resource.Resource{
+			Name: "parcels", ScopeType: tenancy.Branch, ExternalID: true,
+			Fields: []resource.Field{
+				{Name: "label", Type: query.String, Create: true, Update: true, Required: true},
+				{Name: "weight_kg", Type: query.Number, Create: true, Update: true, Required: true, Min: resource.Bound(0)},
+			},
+		})
+	defer done()
 	post := func(body string, prefer string) {
 		req := httptest.NewRequest("POST", "/v1/"+branch+"/parcels", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -118,43 +83,14 @@ func ExampleRegistry_export() {
 		org    = "7a110000-0000-4000-8000-000000000001"
 		branch = "7a110000-0000-4000-8000-0000000000b1"
 	)
-	dir, err := os.MkdirTemp("", "resource-export-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", filepath.Join(dir, "parcels.db"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`CREATE TABLE parcels (
+	mux, token, done := parcelsAPI(org, branch, `CREATE TABLE parcels (
 		id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, branch_id TEXT NOT NULL,
-		created_at TEXT NOT NULL, updated_at TEXT NOT NULL, label TEXT NOT NULL, weight_kg REAL NOT NULL)`); err != nil {
-		log.Fatal(err)
-	}
-	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
-	if err != nil {
-		log.Fatal(err)
-	}
-	reg := &resource.Registry{DB: db, Dialect: query.SQLite,
-		Verifier: &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com"}, Branches: orgBranches{org, branch}}
-	if err := reg.Register(&resource.Resource{Name: "parcels", ScopeType: tenancy.Branch, Fields: []resource.Field{
-		{Name: "label", Type: query.String, Create: true, Required: true, Sortable: true},
-		{Name: "weight_kg", Type: query.Number, Create: true, Required: true, Filterable: true},
-	}}); err != nil {
-		log.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	reg.Mount(mux)
-	now := time.Now()
-	token, err := keys.Sign(&bearer.Claims{Issuer: "https://tms.example.com", Subject: "erp", Audience: bearer.Audience, Role: bearer.Role,
-		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1", OrganizationID: org,
-		ClientID: "erp", Scopes: []string{"svc:parcels:read", "svc:parcels:write"}})
-	if err != nil {
-		log.Fatal(err)
-	}
+		created_at TEXT NOT NULL, updated_at TEXT NOT NULL, label TEXT NOT NULL, weight_kg REAL NOT NULL)`,
+		&resource.Resource{Name: "parcels", ScopeType: tenancy.Branch, Fields: []resource.Field{
+			{Name: "label", Type: query.String, Create: true, Required: true, Sortable: true},
+			{Name: "weight_kg", Type: query.Number, Create: true, Required: true, Filterable: true},
+		}})
+	defer done()
 	do := func(method, path, accept, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -178,4 +114,41 @@ func ExampleRegistry_export() {
 	// label,weight_kg
 	// "Box, small",3
 	// "Pallet ""B""",412.5
+}
+
+// parcelsAPI serves r, a resource of one branch of org, from a new SQLite
+// database made by schema, and returns the mux, a token that reads and
+// writes r, and the func that removes the database.
+func parcelsAPI(org, branch, schema string, r *resource.Resource) (*http.ServeMux, string, func()) {
+	dir, err := os.MkdirTemp("", "resource-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "parcels.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		log.Fatal(err)
+	}
+	keys, err := bearer.NewKeySet(bearer.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	reg := &resource.Registry{DB: db, Dialect: query.SQLite,
+		Verifier: &bearer.Verifier{Keys: keys, Issuer: "https://tms.example.com"}, Branches: orgBranches{org, branch}}
+	if err := reg.Register(r); err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	reg.Mount(mux)
+	now := time.Now()
+	token, err := keys.Sign(&bearer.Claims{Issuer: "https://tms.example.com", Subject: "erp", Audience: bearer.Audience, Role: bearer.Role,
+		IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix(), ID: "jti-1", OrganizationID: org,
+		ClientID: "erp", Scopes: []string{r.ReadScope(), r.WriteScope()}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return mux, token, func() { _ = db.Close(); _ = os.RemoveAll(dir) }
 }
