@@ -49,18 +49,18 @@ func (o *Outbox) Append(ctx context.Context, tx *sql.Tx, c *resource.Change) err
 }
 
 // BeginSnapshot begins a read-only transaction on one consistent snapshot
-// of db and returns it with the organization's feed cursor after that
+// of db, on a connection of db that it returns too, with the organization's feed cursor after that
 // snapshot: the feed after the cursor gives exactly the writes the
 // snapshot does not hold. It implements resource.Snapshotter, through
 // which a registry's exports (NDJSON, CSV) read, so that a client that
 // resynchronizes from an export goes on with the feed from the cursor
 // the export answers with, missing nothing and seeing nothing twice.
-func (o *Outbox) BeginSnapshot(ctx context.Context, db *sql.DB, organizationID string) (*sql.Tx, string, error) {
-	tx, head, err := eventstore.BeginSnapshot(ctx, db, o.Dialect, organizationID)
+func (o *Outbox) BeginSnapshot(ctx context.Context, db *sql.DB, organizationID string) (*sql.Conn, *sql.Tx, string, error) {
+	conn, tx, head, err := eventstore.BeginSnapshot(ctx, db, o.Dialect, organizationID)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	return tx, strconv.FormatInt(head, 10), nil
+	return conn, tx, strconv.FormatInt(head, 10), nil
 }
 
 // AppendAll records the changes of a batch write in tx, in their order, as

@@ -8,6 +8,7 @@ import (
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
+	"github.com/waybillhq/waybill/resource/pgxrows"
 )
 
 // newAPI returns the registry of the fifteen resources of the transport
@@ -25,6 +26,9 @@ func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier, logger *slog
 		// Every write appends its events in its transaction: the change
 		// feed and the webhooks read them.
 		Outbox: &events.Outbox{Dialect: d},
+		// Exports read PostgreSQL through pgx's own protocol; on SQLite
+		// the reader steps aside for database/sql.
+		RowReader: pgxrows.Reader{},
 	}
 	if verifier != nil {
 		api.ResourceMetadata = resourceMetadataURL(verifier.Issuer)

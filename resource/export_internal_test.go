@@ -67,6 +67,7 @@ func FuzzCSVCell(f *testing.F) {
 			return // the database holds text, always valid UTF-8
 		}
 		line := appendCSVCell(appendCSVCell(nil, a), b)
+		require.Equal(t, string(appendCSVText(nil, a)), string(appendCSVText(nil, []byte(a))), "a cell's text as bytes")
 		line = append(line[:len(line)-1], '\r', '\n')
 		var want bytes.Buffer
 		w := csv.NewWriter(&want)

@@ -116,9 +116,7 @@ func appendJSON(b []byte, v any) []byte {
 	case time.Time:
 		// RFC 3339 in UTC with microseconds, the precision both databases
 		// keep: the layout SQLite stores them in.
-		b = append(b, '"')
-		b = v.UTC().AppendFormat(b, query.SQLiteTimestampLayout)
-		return append(b, '"')
+		return append(appendTimestamp(append(b, '"'), v), '"')
 	}
 	return append(b, "null"...)
 }
@@ -149,7 +147,7 @@ const hexDigits = "0123456789abcdef"
 // appendString writes s as a JSON string: quotes, backslashes and control
 // characters escaped, and <, >, & as \u escapes so that the output is safe
 // anywhere, as encoding/json does. Invalid UTF-8 becomes U+FFFD.
-func appendString(b []byte, s string) []byte {
+func appendString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -180,7 +178,7 @@ func appendString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := decodeRune(s[i:])
 		if r == 0xFFFD && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
@@ -200,6 +198,12 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// decodeRune decodes the first rune of s, as utf8.DecodeRune does.
+func decodeRune[S string | []byte](s S) (rune, int) {
+	var buf [utf8.UTFMax]byte
+	return utf8.DecodeRune(buf[:copy(buf[:], s)])
 }
 
 // quoteList writes names as a comma-separated list for messages.

@@ -107,5 +107,23 @@ func FuzzAppendJSON(f *testing.F) {
 			require.NoError(t, err)
 			require.Equal(t, string(want), string(appendJSON(nil, v)), "%T %#v", v, v)
 		}
+		require.Equal(t, string(appendString(nil, s)), string(appendString(nil, []byte(s))), "a string as bytes")
 	})
+}
+
+// appendTimestamp writes what AppendFormat writes, fast for the years 0
+// to 9999 and through AppendFormat for the others.
+func TestAppendTimestamp(t *testing.T) {
+	for _, ts := range []time.Time{
+		time.Date(2026, 11, 27, 1, 2, 3, 4000, time.UTC),
+		time.Date(2026, 11, 27, 23, 59, 59, 999999999, time.FixedZone("x", -7*3600)),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 15, 12, 0, 0, 0, time.UTC),
+		{},
+	} {
+		want := ts.UTC().Format(query.SQLiteTimestampLayout)
+		assert.Equal(t, want, string(appendTimestamp([]byte("x"), ts))[1:], "%v", ts)
+	}
 }

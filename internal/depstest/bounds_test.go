@@ -34,6 +34,7 @@ var bounds = map[string]int{
 	"resource":                9,
 	"resource/resourcetest":   9,
 	"resource/numbering":      9,
+	"resource/pgxrows":        15, // resource's, pgx and its five
 	"events":                  9,
 	"webhook":                 10, // resource's, the Standard Webhooks library, and uuid
 	"webhook/signature":       3,

@@ -42,7 +42,7 @@ pending AS (
 SELECT (SELECT id FROM snap), (SELECT seq FROM heads), (SELECT count(*) FROM numbered)`
 
 // BeginSnapshot begins a read-only transaction that sees one consistent
-// snapshot of db and returns it with the organization's event head in
+// snapshot of db, on a connection of db, and returns both with the organization's event head in
 // that snapshot: the snapshot holds the organization's events up to the
 // head, and none after it, so that the feed after the head gives exactly
 // the writes the snapshot does not hold. The transaction lives until ctx
@@ -59,24 +59,30 @@ SELECT (SELECT id FROM snap), (SELECT seq FROM heads), (SELECT count(*) FROM num
 // both connections before the lock (a sequencer waits for the lock on a
 // connection of its own), and at most one BeginSnapshot of the process
 // takes its two at once.
-func BeginSnapshot(ctx context.Context, db *sql.DB, d query.Dialect, org string) (*sql.Tx, int64, error) {
+func BeginSnapshot(ctx context.Context, db *sql.DB, d query.Dialect, org string) (*sql.Conn, *sql.Tx, int64, error) {
 	if d != query.Postgres {
-		tx, err := db.BeginTx(ctx, nil)
+		conn, err := db.Conn(ctx)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			_ = conn.Close()
+			return nil, nil, 0, err
 		}
 		head, _, err := Head(ctx, tx, d, org)
 		if err != nil {
 			_ = tx.Rollback()
-			return nil, 0, err
+			_ = conn.Close()
+			return nil, nil, 0, err
 		}
-		return tx, head, nil
+		return conn, tx, head, nil
 	}
 	select {
 	case snapshotSetup <- struct{}{}:
 		defer func() { <-snapshotSetup }()
 	case <-ctx.Done():
-		return nil, 0, ctx.Err()
+		return nil, nil, 0, ctx.Err()
 	}
 	// Both connections first, then the lock: a sequencer holds its
 	// connection while it waits for the lock, so taking the lock and then
@@ -84,36 +90,42 @@ func BeginSnapshot(ctx context.Context, db *sql.DB, d query.Dialect, org string)
 	// BEGIN takes no snapshot: the export's is set by its first statement.
 	seal, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
 	}
 	defer func() { _ = seal.Rollback() }()
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, 0, err
+	}
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, 0, err
 	}
 	handed := false
 	defer func() {
 		if !handed {
 			_ = tx.Rollback()
+			_ = conn.Close()
 		}
 	}()
 	if _, err := seal.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, sequenceLock); err != nil {
-		return nil, 0, fmt.Errorf("events: snapshot: %w", err)
+		return nil, nil, 0, fmt.Errorf("events: snapshot: %w", err)
 	}
 	var name string
 	var head, numbered int64
 	if err := seal.QueryRowContext(ctx, exportSQL, org).Scan(&name, &head, &numbered); err != nil {
-		return nil, 0, fmt.Errorf("events: snapshot: %w", err)
+		return nil, nil, 0, fmt.Errorf("events: snapshot: %w", err)
 	}
 	if !snapshotID.MatchString(name) {
-		return nil, 0, fmt.Errorf("events: snapshot: an unexpected snapshot name %q", name)
+		return nil, nil, 0, fmt.Errorf("events: snapshot: an unexpected snapshot name %q", name)
 	}
 	if _, err := tx.ExecContext(ctx, `SET TRANSACTION SNAPSHOT '`+name+`'`); err != nil {
-		return nil, 0, fmt.Errorf("events: snapshot: %w", err)
+		return nil, nil, 0, fmt.Errorf("events: snapshot: %w", err)
 	}
 	if err := seal.Commit(); err != nil {
-		return nil, 0, fmt.Errorf("events: snapshot: %w", err)
+		return nil, nil, 0, fmt.Errorf("events: snapshot: %w", err)
 	}
 	handed = true
-	return tx, head, nil
+	return conn, tx, head, nil
 }
