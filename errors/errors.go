@@ -93,6 +93,9 @@ const (
 	CodeAccessDenied            = "access_denied"
 	CodeUnsupportedResponseType = "unsupported_response_type"
 	CodeUnsupportedTokenType    = "unsupported_token_type"
+	// CodeInvalidTarget is RFC 8707's: a resource indicator the server
+	// does not issue tokens for.
+	CodeInvalidTarget = "invalid_target"
 )
 
 // statuses is the one table from code to HTTP status.
@@ -128,6 +131,7 @@ var statuses = map[string]int{
 	CodeAccessDenied:            http.StatusForbidden,
 	CodeUnsupportedResponseType: http.StatusBadRequest,
 	CodeUnsupportedTokenType:    http.StatusBadRequest,
+	CodeInvalidTarget:           http.StatusBadRequest,
 }
 
 // Status returns the HTTP status of an error code: the one table every
@@ -456,6 +460,13 @@ func UnsupportedGrantType(format string, args ...any) *Error {
 // malformed, or beyond what the client may have.
 func InvalidScope(format string, args ...any) *Error {
 	return New(CodeInvalidScope, format, args...)
+}
+
+// InvalidTarget is RFC 8707's 400 for a resource indicator that is not an
+// absolute URI, names a resource the server does not issue tokens for, or
+// is not the one the grant was for.
+func InvalidTarget(format string, args ...any) *Error {
+	return New(CodeInvalidTarget, format, args...)
 }
 
 // AccessDenied is RFC 6749's access_denied: the user or the server refused

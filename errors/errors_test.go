@@ -87,6 +87,7 @@ func TestStatus(t *testing.T) {
 		{apierrors.CodeAccessDenied, http.StatusForbidden},
 		{apierrors.CodeUnsupportedResponseType, http.StatusBadRequest},
 		{apierrors.CodeUnsupportedTokenType, http.StatusBadRequest},
+		{apierrors.CodeInvalidTarget, http.StatusBadRequest},
 		{"no_such_code", http.StatusInternalServerError},
 		{"", http.StatusInternalServerError},
 	}

@@ -851,7 +851,7 @@ func TestConsentDecision(t *testing.T) {
 			// The code is good for a token of that user and organization.
 			app, err := f.store.App(t.Context(), consentClientID)
 			require.NoError(t, err)
-			tok, err := f.srv.ExchangeCode(t.Context(), app, code, consentRedirect, consentVerifier)
+			tok, err := f.srv.ExchangeCode(t.Context(), app, code, consentRedirect, consentVerifier, "")
 			require.NoError(t, err)
 			assert.Equal(t, consentAlice, tok.Claims.Subject)
 			assert.Equal(t, form.Get("organization_id"), tok.Claims.OrganizationID)

@@ -75,7 +75,11 @@
 // at+jwt; only tokens signed by a known kid with exactly its key's
 // algorithm, for the audience "authenticated" and the issuer, unexpired,
 // are accepted, by every verifier of the server and by bearer.Verifier; every
-// verifier the server builds runs on its clock (Server.Now).
+// verifier the server builds runs on its clock (Server.Now); a token
+// request or an authorization request may name one of Server.Resources as
+// its resource indicator (RFC 8707), and every access token of that grant
+// then has aud ["authenticated", resource]; any other resource is
+// invalid_target, and nothing is issued.
 //
 // Errors are *errors.Error values (import it as apierrors) with the codes
 // of RFC 6749 section 5.2; invalid_client is a 401 whose WWW-Authenticate

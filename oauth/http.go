@@ -14,6 +14,7 @@ import (
 	"github.com/waybillhq/waybill/internal/conditional"
 	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/internal/httpbody"
+	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
 // The default paths of the endpoints: where the token service answers when
@@ -214,6 +215,9 @@ func (s *Server) token(r *http.Request, grants grantSet) (*Token, error) {
 		return nil, err
 	}
 	ctx := r.Context()
+	// A resource the server does not know is refused once the client is
+	// authenticated.
+	resource, resourceErr := s.checkResource(form["resource"])
 	grant := form.Get("grant_type")
 	switch {
 	case grant == "":
@@ -227,20 +231,29 @@ func (s *Server) token(r *http.Request, grants grantSet) (*Token, error) {
 		if err != nil {
 			return nil, err
 		}
-		return s.ClientCredentials(ctx, app, form.Get("scope"))
+		if resourceErr != nil {
+			return nil, resourceErr
+		}
+		return s.ClientCredentials(ctx, app, form.Get("scope"), resource)
 	case "authorization_code":
 		app, err := s.AuthenticateClient(ctx, client.id, client.secret, client.scheme)
 		if err != nil {
 			return nil, err
 		}
-		return s.ExchangeCode(ctx, app, form.Get("code"), form.Get("redirect_uri"), form.Get("code_verifier"))
+		if resourceErr != nil {
+			return nil, resourceErr
+		}
+		return s.ExchangeCode(ctx, app, form.Get("code"), form.Get("redirect_uri"), form.Get("code_verifier"), resource)
 	case "refresh_token":
 		if client.secret != "" {
 			if _, err := s.AuthenticateClient(ctx, client.id, client.secret, client.scheme); err != nil {
 				return nil, err
 			}
 		}
-		return s.Refresh(ctx, client.id, form.Get("refresh_token"))
+		if resourceErr != nil {
+			return nil, resourceErr
+		}
+		return s.Refresh(ctx, client.id, form.Get("refresh_token"), resource)
 	}
 	return nil, apierrors.UnsupportedGrantType("grant_type %q is not supported", excerpt.Cut(grant, 64))
 }
@@ -326,7 +339,7 @@ func parseParams(ct string, body []byte) (url.Values, error) {
 			return nil, apierrors.InvalidRequest("the form body does not decode")
 		}
 		for k, vs := range v {
-			if len(vs) > 1 {
+			if len(vs) > 1 && k != "resource" { // RFC 8707 lets resource repeat; checkResource takes one
 				return nil, apierrors.InvalidRequest("parameter %q is given more than once", excerpt.Cut(k, 64))
 			}
 		}
@@ -427,10 +440,18 @@ type introspection struct {
 	ExpiresAt      int64    `json:"exp,omitempty"`
 	IssuedAt       int64    `json:"iat,omitempty"`
 	Issuer         string   `json:"iss,omitempty"`
-	Audience       string   `json:"aud,omitempty"`
+	Audience       any      `json:"aud,omitempty"` // a string, or an array with the token's resource
 	ID             string   `json:"jti,omitempty"`
 	OrganizationID string   `json:"organization_id,omitempty"`
 	BranchIDs      []string `json:"branch_ids,omitempty"`
+}
+
+// audience is the aud of the claims as the token carries it.
+func audience(c *bearer.Claims) any {
+	if c.Resource != "" {
+		return []string{c.Audience, c.Resource}
+	}
+	return c.Audience
 }
 
 func (s *Server) introspect(r *http.Request) (*introspection, error) {
@@ -452,7 +473,7 @@ func (s *Server) introspect(r *http.Request) (*introspection, error) {
 		return &introspection{
 			Active: true, Scope: formatScope(c.Scopes), ClientID: c.ClientID, Subject: c.Subject,
 			TokenType: "bearer", ExpiresAt: c.ExpiresAt, IssuedAt: c.IssuedAt, Issuer: c.Issuer,
-			Audience: c.Audience, ID: c.ID, OrganizationID: c.OrganizationID, BranchIDs: c.BranchIDs,
+			Audience: audience(c), ID: c.ID, OrganizationID: c.OrganizationID, BranchIDs: c.BranchIDs,
 		}, nil
 	} else if !apierrors.HasCode(err, apierrors.CodeInvalidToken) {
 		return nil, err

@@ -72,7 +72,8 @@ func (s *Server) oaTokenPaths(d *openapi.Document, p Paths, shared func(string, 
 	allGrants := oaTokenErrors(shared, "`invalid_request`: a missing or repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.\n\n"+
 		"`invalid_grant`: an authorization code or refresh token that is invalid, expired, spent, revoked, or of another client; a redirect URI or PKCE verifier that does not match.\n\n"+
 		"`unsupported_grant_type`: a `grant_type` other than the three.\n\n"+
-		"`invalid_scope`: client credentials asking for a scope the app does not have.")
+		"`invalid_scope`: client credentials asking for a scope the app does not have.\n\n"+
+		"`invalid_target`: a `resource` the server issues no tokens for, more than one, or not the one the grant was authorized for.")
 	allGrants["200"] = oaTokenSuccess("The tokens. `Cache-Control: no-store`.", "TokenResponse")
 	d.Paths[p.Token] = &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: "Request a token", OperationID: "requestToken",
@@ -263,6 +264,7 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 			{Name: "code_challenge_method", In: "query", Required: true, Description: "`S256`; `plain` is refused.", Schema: &openapi.Schema{Type: "string", Enum: []any{"S256"}}},
 			{Name: "scope", In: "query", Required: true, Description: "Space-separated scopes, a subset of the app's.", Schema: &openapi.Schema{Type: "string"}},
 			{Name: "state", In: "query", Description: "Opaque; returned with the redirect.", Schema: &openapi.Schema{Type: "string"}},
+			oaResourceParam(),
 		},
 		Responses: map[string]*openapi.Response{
 			"200": {Description: "The consent page.", Content: html},
@@ -287,7 +289,8 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 func (s *Server) OpenAPIClientCredentials(operationID, summary string) *openapi.PathItem {
 	responses := oaTokenErrors(oaRefs, "`invalid_request`: a missing or repeated parameter, a body that is neither a form nor a JSON object of strings, or HTTP Basic and `client_secret` both.\n\n"+
 		"`unsupported_grant_type`: any `grant_type` but `client_credentials`.\n\n"+
-		"`invalid_scope`: a scope the app does not have.")
+		"`invalid_scope`: a scope the app does not have.\n\n"+
+		"`invalid_target`: a `resource` the server issues no tokens for, or more than one.")
 	responses["200"] = oaTokenSuccess("The access token, with the app's organization and branches. `Cache-Control: no-store`.", "TokenResponse")
 	return &openapi.PathItem{Post: &openapi.Operation{
 		Tags: []string{tagOAuth}, Summary: summary, OperationID: operationID,
@@ -400,6 +403,23 @@ func oaClientFields() []openapi.Property {
 	}
 }
 
+// oaResourceDescription describes the resource parameter (RFC 8707).
+const oaResourceDescription = "A resource indicator (RFC 8707): the `resource` of the API's protected resource metadata. " +
+	"The access token's `aud` is then `[\"authenticated\", \"<resource>\"]` instead of `\"authenticated\"`. " +
+	"Any other resource, or more than one, is `invalid_target`."
+
+// oaResourceParam is the resource query parameter of the authorization
+// request.
+func oaResourceParam() *openapi.Parameter {
+	return &openapi.Parameter{Name: "resource", In: "query", Description: oaResourceDescription + " The code keeps it for the tokens it is exchanged for.",
+		Schema: &openapi.Schema{Type: "string", Format: "uri"}}
+}
+
+// oaResourceField is the resource field of a token request.
+func oaResourceField(more string) openapi.Property {
+	return openapi.Prop("resource", &openapi.Schema{Type: "string", Format: "uri", Description: oaResourceDescription + more})
+}
+
 func oaGrantType(value, description string) openapi.Property {
 	return openapi.Prop("grant_type", &openapi.Schema{Type: "string", Const: value, Description: description})
 }
@@ -423,6 +443,7 @@ func (s *Server) oaGrantSchemas() map[string]*openapi.Schema {
 			openapi.Prop("redirect_uri", &openapi.Schema{Type: "string", Format: "uri", Description: "The redirect URI of the authorization request, exactly."}),
 			openapi.Prop("code_verifier", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(43), MaxLength: openapi.Ptr(128), Pattern: `^[A-Za-z0-9._~-]{43,128}$`,
 				Description: "The PKCE verifier whose S256 challenge the authorization request sent."}),
+			oaResourceField(" When the authorization request named a resource, only that one; without it, the tokens are for the authorization request's resource."),
 		}, oaClientFields()...)...)
 	authCode.Description = "The authorization-code grant. The client authenticates (HTTP Basic or `client_id` and `client_secret` in the body) before the code is looked at. A second use of a code fails and revokes every token issued from it."
 
@@ -430,6 +451,7 @@ func (s *Server) oaGrantSchemas() map[string]*openapi.Schema {
 		append([]openapi.Property{
 			oaGrantType("refresh_token", "Rotate a refresh token."),
 			openapi.Prop("refresh_token", openapi.String("The refresh token; single use. The response carries its successor. Reusing a spent one fails with `invalid_grant` and revokes its whole family.")),
+			oaResourceField(" When the authorization named a resource, only that one; without it, the token is for the authorization's resource."),
 		}, oaClientFields()...)...)
 	refresh.Description = "The refresh-token grant. Client authentication is optional (the token is bound to its client); when the client authenticates, it must be the token's client."
 
@@ -437,6 +459,7 @@ func (s *Server) oaGrantSchemas() map[string]*openapi.Schema {
 		append([]openapi.Property{
 			oaGrantType("client_credentials", "Issue a token to the app itself."),
 			openapi.Prop("scope", openapi.String("Space-separated scopes: a subset of the app's scopes (default: all of them). A JSON body may send an array of strings instead.")),
+			oaResourceField(""),
 		}, oaClientFields()...)...)
 	cc.Description = "The client-credentials grant: the client authenticates, by HTTP Basic or `client_id` and `client_secret` in the body."
 
@@ -557,7 +580,8 @@ func oaTokenInfoSchemas() map[string]*openapi.Schema {
 		openapi.Prop("exp", &openapi.Schema{Type: "integer", Format: "int64", Description: "Expiry, in seconds since 1970."}),
 		openapi.Prop("iat", &openapi.Schema{Type: "integer", Format: "int64", Description: "Issue time, in seconds since 1970 (access tokens)."}),
 		openapi.Prop("iss", openapi.String("The issuer (access tokens).")),
-		openapi.Prop("aud", openapi.String("The audience (access tokens).")),
+		openapi.Prop("aud", &openapi.Schema{Description: "The audience (access tokens): `authenticated`, or `[\"authenticated\", \"<resource>\"]` for a token issued for a resource indicator.",
+			OneOf: []*openapi.Schema{{Type: "string"}, {Type: "array", Items: &openapi.Schema{Type: "string"}, MinItems: openapi.Ptr(2), MaxItems: openapi.Ptr(2)}}}),
 		openapi.Prop("jti", openapi.String("The token's id (access tokens).")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The organization the token acts in."}),
 		openapi.Prop("branch_ids", oaUUIDs("The branches a client-credentials token may use.")))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
 
@@ -83,6 +84,50 @@ type Server struct {
 	// fails and has its family revoked (one saved by a code exchange
 	// that raced the disconnection).
 	CutOffs bearer.CutOffChecker
+	// Resources are the resource indicators (RFC 8707) that clients may
+	// name in the resource parameter of their authorization and token
+	// requests: the identifiers of the APIs whose tokens this service
+	// issues, as their protected resource metadata names them. A token
+	// issued for one has aud ["authenticated", "<resource>"] (see
+	// bearer.Claims.Resource), which a resource server that checks aud
+	// against its own identifier (RFC 9068) accepts. A request naming any
+	// other resource, or more than one, is refused with invalid_target;
+	// empty refuses every resource parameter.
+	Resources []string
+}
+
+// checkResource returns the resource indicator a request named, "" for
+// none, or invalid_target: one of Resources, at most one (the same value
+// repeated counts once).
+func (s *Server) checkResource(values []string) (string, error) {
+	var resource string
+	for _, v := range values {
+		switch {
+		case resource != "" && v != resource:
+			return "", apierrors.InvalidTarget("name at most one resource: this server issues each token for one")
+		case !slices.Contains(s.Resources, v):
+			return "", apierrors.InvalidTarget("the resource %q is not one this server issues tokens for", excerpt.Cut(v, 200))
+		}
+		resource = v
+	}
+	return resource, nil
+}
+
+// grantedResource returns the resource a token of a grant for granted
+// ("" for none) is issued for when the token request names requested:
+// requested when it is given (one of Resources, and granted's when the
+// grant has one), else granted.
+func (s *Server) grantedResource(granted, requested string) (string, error) {
+	if requested == "" {
+		return granted, nil
+	}
+	if _, err := s.checkResource([]string{requested}); err != nil {
+		return "", err
+	}
+	if granted != "" && requested != granted {
+		return "", apierrors.InvalidTarget("the grant was authorized for another resource")
+	}
+	return requested, nil
 }
 
 func (s *Server) now() time.Time {
@@ -191,13 +236,19 @@ func (s *Server) app(ctx context.Context, clientID string) (*App, error) {
 
 // ClientCredentials runs the client-credentials grant for an authenticated
 // app. scope, when not empty, narrows the token to a subset of the app's
-// scopes (invalid_scope otherwise); empty means all of them. The token may
+// scopes (invalid_scope otherwise); empty means all of them. resource,
+// when not empty, is the resource indicator the token is for (one of
+// Resources; invalid_target otherwise). The token may
 // use only the app's BranchIDs: an app whose BranchIDs is nil, which says
 // nothing of its branches, is refused (unauthorized_client); one with an
 // empty list gets a token that reaches no branch.
-func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) (*Token, error) {
+func (s *Server) ClientCredentials(ctx context.Context, app *App, scope, resource string) (*Token, error) {
 	if app.BranchIDs == nil {
 		return nil, apierrors.UnauthorizedClient("the app has no branch list, so it may not use the client-credentials grant")
+	}
+	resource, err := s.grantedResource("", resource)
+	if err != nil {
+		return nil, err
 	}
 	scopes := app.Scopes
 	if scope != "" {
@@ -213,7 +264,7 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) 
 		Issuer: s.Issuer, Subject: app.ID, Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: newID(),
 		OrganizationID: app.OrganizationID, ClientID: app.ClientID, Scopes: scopes,
-		BranchIDs: app.BranchIDs, AppName: app.Name, Grant: bearer.GrantClientCredentials,
+		BranchIDs: app.BranchIDs, AppName: app.Name, Grant: bearer.GrantClientCredentials, Resource: resource,
 	}
 	s.recordUse(ctx, app.ClientID, app.OrganizationID, now)
 	return s.issue(c, ttl, "")
@@ -229,7 +280,13 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope string) 
 // redirect URI and verifier, is a replay: it fails and revokes every token
 // issued from the code. The user must still be a member of the code's
 // organization; if not, the tokens are revoked and the grant fails.
-func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, verifier string) (*Token, error) {
+//
+// The tokens are for the resource indicator of the authorization request
+// (Code.Resource), or for resource when it is given: one of Resources, and
+// the code's when the code has one (invalid_target otherwise). The refresh
+// token family keeps the code's resource, or resource when the code has
+// none.
+func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, verifier, resource string) (*Token, error) {
 	switch {
 	case code == "":
 		return nil, apierrors.InvalidRequest("code is required")
@@ -253,6 +310,10 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 	case c.FamilyID == "" && !now.Before(c.ExpiresAt):
 		return nil, apierrors.InvalidGrant("the authorization code has expired")
 	}
+	resource, err = s.grantedResource(c.Resource, resource)
+	if err != nil {
+		return nil, err
+	}
 	family := newID()
 	c, err = s.Store.RedeemCode(ctx, hash, family, now)
 	switch {
@@ -273,7 +334,7 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 	refresh := NewSecret()
 	rt := &RefreshToken{
 		Hash: hashSecret(refresh), FamilyID: family, ClientID: app.ClientID, UserID: c.UserID,
-		OrganizationID: c.OrganizationID, Scopes: c.Scopes,
+		OrganizationID: c.OrganizationID, Scopes: c.Scopes, Resource: resource,
 		ExpiresAt: earliest(now.Add(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL)), end), AuthorizedAt: now,
 	}
 	if err := s.Store.SaveRefreshToken(ctx, rt); err != nil {
@@ -286,7 +347,7 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 		return nil, err
 	}
 	s.recordUse(ctx, rt.ClientID, rt.OrganizationID, now)
-	return s.userToken(rt, refresh, now, end)
+	return s.userToken(rt, refresh, resource, now, end)
 }
 
 // Refresh runs the refresh-token grant. clientID is the client the request
@@ -295,8 +356,11 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 // spent and a new one returned in the same family; reusing a spent token
 // fails and revokes the whole family. A token whose user is no longer a
 // member of its organization fails and has its family revoked; one whose
-// family is older than RefreshMaxAge fails.
-func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token, error) {
+// family is older than RefreshMaxAge fails. The access token is for the
+// family's resource indicator, or for resource when it is given: one of
+// Resources, and the family's when it has one (invalid_target otherwise,
+// and the token is not spent).
+func (s *Server) Refresh(ctx context.Context, clientID, refresh, resource string) (*Token, error) {
 	if refresh == "" {
 		return nil, apierrors.InvalidRequest("refresh_token is required")
 	}
@@ -310,6 +374,10 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 		return nil, apierrors.Internal(fmt.Errorf("oauth: load refresh token: %w", err))
 	case clientID != "" && old.ClientID != clientID:
 		return nil, apierrors.InvalidGrant("the refresh token was issued to another client")
+	}
+	resource, err = s.grantedResource(old.Resource, resource)
+	if err != nil {
+		return nil, err
 	}
 	end := old.AuthorizedAt.Add(s.ttl(s.RefreshMaxAge, DefaultRefreshMaxAge))
 	switch {
@@ -344,7 +412,7 @@ func (s *Server) Refresh(ctx context.Context, clientID, refresh string) (*Token,
 		return nil, apierrors.Internal(fmt.Errorf("oauth: rotate refresh token: %w", err))
 	}
 	s.recordUse(ctx, spent.ClientID, spent.OrganizationID, now)
-	return s.userToken(spent, next, now, end)
+	return s.userToken(spent, next, resource, now, end)
 }
 
 // requireMember checks that the user of rt is still a member of its
@@ -365,16 +433,16 @@ func (s *Server) requireMember(ctx context.Context, rt *RefreshToken, now time.T
 }
 
 // userToken signs the access token of an authorization-code or refresh
-// grant, expiring no later than end, the end of its family. Its jti names
-// the refresh family, so that revoking the family revokes it too (see
-// bearer.Verifier.Families).
-func (s *Server) userToken(rt *RefreshToken, refresh string, now, end time.Time) (*Token, error) {
+// grant, for resource, expiring no later than end, the end of its family.
+// Its jti names the refresh family, so that revoking the family revokes it
+// too (see bearer.Verifier.Families).
+func (s *Server) userToken(rt *RefreshToken, refresh, resource string, now, end time.Time) (*Token, error) {
 	ttl := min(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL), end.Sub(now).Truncate(time.Second))
 	c := &bearer.Claims{
 		Issuer: s.Issuer, Subject: rt.UserID, Audience: bearer.Audience, Role: bearer.Role,
 		IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix(), ID: rt.FamilyID + "." + NewSecret()[:16],
 		OrganizationID: rt.OrganizationID, ClientID: rt.ClientID, Scopes: nonNil(rt.Scopes),
-		Grant: bearer.GrantAuthorizationCode,
+		Grant: bearer.GrantAuthorizationCode, Resource: resource,
 	}
 	return s.issue(c, ttl, refresh)
 }
@@ -429,6 +497,10 @@ type AuthorizationRequest struct {
 	CodeChallengeMethod string
 	Scope               string
 	State               string
+	// Resource is the resource indicator (RFC 8707), "" for none.
+	Resource string
+	// resources are the resource parameters as given, when more than one.
+	resources []string
 }
 
 // authorizationRequestFrom reads an authorization request from values.
@@ -437,6 +509,7 @@ func authorizationRequestFrom(v url.Values) AuthorizationRequest {
 		ClientID: v.Get("client_id"), RedirectURI: v.Get("redirect_uri"),
 		ResponseType: v.Get("response_type"), CodeChallenge: v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"), Scope: v.Get("scope"), State: v.Get("state"),
+		Resource: v.Get("resource"), resources: v["resource"],
 	}
 }
 
@@ -455,6 +528,7 @@ func (r AuthorizationRequest) values() url.Values {
 	set("code_challenge_method", r.CodeChallengeMethod)
 	set("scope", r.Scope)
 	set("state", r.State)
+	set("resource", r.Resource)
 	return v
 }
 
@@ -501,6 +575,13 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 	if missing := missingScopes(scopes, app.Scopes); len(missing) > 0 {
 		return app, nil, apierrors.InvalidScope("the app may not request %s", strings.Join(missing, " "))
 	}
+	resources := r.resources
+	if resources == nil && r.Resource != "" {
+		resources = []string{r.Resource}
+	}
+	if _, err := s.checkResource(resources); err != nil {
+		return app, nil, err
+	}
 	return app, scopes, nil
 }
 
@@ -516,7 +597,7 @@ func (s *Server) IssueCode(ctx context.Context, app *App, r AuthorizationRequest
 	code := NewSecret()
 	if err := s.Store.SaveCode(ctx, &Code{
 		Hash: hashSecret(code), ClientID: app.ClientID, UserID: userID, OrganizationID: organizationID,
-		RedirectURI: r.RedirectURI, Challenge: r.CodeChallenge, Scopes: scopes,
+		RedirectURI: r.RedirectURI, Challenge: r.CodeChallenge, Scopes: scopes, Resource: r.Resource,
 		ExpiresAt: now.Add(s.ttl(s.CodeTTL, DefaultCodeTTL)),
 	}); err != nil {
 		return "", apierrors.Internal(fmt.Errorf("oauth: save code: %w", err))

@@ -62,6 +62,9 @@ type Code struct {
 	// FamilyID is the refresh token family issued when the code was
 	// redeemed; empty before that.
 	FamilyID string
+	// Resource is the resource indicator (RFC 8707) of the authorization
+	// request, "" for none.
+	Resource string
 }
 
 // RefreshToken is an issued refresh token, stored by the SHA-256 of its
@@ -74,6 +77,9 @@ type RefreshToken struct {
 	OrganizationID string
 	Scopes         []string
 	ExpiresAt      time.Time
+	// Resource is the resource indicator (RFC 8707) the family was
+	// authorized for, "" for none; rotation keeps it.
+	Resource string
 	// AuthorizedAt is when the family began: the code exchange that issued
 	// its first token. SaveRefreshToken records it with the family (zero
 	// means the current time) and every token of the family reports it, so

@@ -195,7 +195,12 @@ func explainSealing(err error) error {
 func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *bearer.KeySet, issuer string, logger *slog.Logger) *oauth.Server {
 	d := newDirectory(db)
 	d.logger = logger
+	var resources []string
+	if issuer != "" {
+		resources = []string{apiResource(issuer)}
+	}
 	return &oauth.Server{
+		Resources:       resources,
 		Issuer:          issuer,
 		Keys:            keys,
 		Store:           store,

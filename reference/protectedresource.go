@@ -35,7 +35,7 @@ func resourceMetadataURL(issuer string) string {
 // of the API's own signatures (RFC 9728's jwks_uri; the keys of the tokens
 // are in the authorization server's metadata).
 func protectedResourceMetadata(issuer, jwksURI string) protectedresource.Metadata {
-	base := strings.TrimSuffix(issuer, "/")
+	base := apiResource(issuer)
 	return protectedresource.Metadata{
 		Resource:               base,
 		AuthorizationServers:   []string{issuer},
@@ -46,6 +46,12 @@ func protectedResourceMetadata(issuer, jwksURI string) protectedresource.Metadat
 		ResourceDocumentation:  base + pathOpenAPI,
 	}
 }
+
+// apiResource is the API's resource identifier for the issuer: the
+// resource of its protected resource metadata, the one resource indicator
+// (RFC 8707) the token service issues tokens for, and the second aud of
+// such tokens, which the API's verifier checks.
+func apiResource(issuer string) string { return strings.TrimSuffix(issuer, "/") }
 
 // pathOpenAPI is the path of the API's OpenAPI document.
 const pathOpenAPI = "/v1/openapi.json"

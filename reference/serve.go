@@ -268,7 +268,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 		return fmt.Errorf("serve: load the cut-offs of disconnected apps: %w", err)
 	}
 	tokens.CutOffs = cutoffs
-	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store, CutOffs: cutoffs}
+	verifier := &bearer.Verifier{Keys: keys, Issuer: issuer, Families: store, CutOffs: cutoffs, Resource: apiResource(issuer)}
 	api, err := newAPI(db, dialect, verifier, logger)
 	if err != nil {
 		_ = ln.Close()

@@ -65,6 +65,7 @@ func (b *openAPIBuilder) description() string {
 		apierrors.CodeNotFound, apierrors.CodeMethodNotAllowed, apierrors.CodeConflict, apierrors.CodePayloadTooLarge,
 		apierrors.CodeRateLimited, apierrors.CodeServerError, apierrors.CodeUnavailable,
 		apierrors.CodeInvalidClient, apierrors.CodeInvalidGrant, apierrors.CodeUnsupportedGrantType, apierrors.CodeInvalidScope,
+		apierrors.CodeInvalidTarget,
 	} {
 		d.WriteString("| `" + code + "` | " + strconv.Itoa(apierrors.Status(code)) + " |\n")
 	}

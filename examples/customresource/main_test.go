@@ -123,7 +123,7 @@ func (s *service) codeToken(t *testing.T) (*oauth.App, *oauth.Token) {
 	require.NoError(t, err)
 	code, err := s.tokens.IssueCode(ctx, checked, req, scopes, devUser, devOrganization)
 	require.NoError(t, err)
-	tok, err := s.tokens.ExchangeCode(ctx, app, code, redirect, verifier)
+	tok, err := s.tokens.ExchangeCode(ctx, app, code, redirect, verifier, "")
 	require.NoError(t, err)
 	return app, tok
 }

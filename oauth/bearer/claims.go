@@ -35,9 +35,15 @@ const (
 // BranchIDs; product user tokens carry no ClientID. Grant says which grant
 // an OAuth token came from.
 type Claims struct {
-	Issuer         string   `json:"iss"`
-	Subject        string   `json:"sub"`
-	Audience       string   `json:"aud"`
+	Issuer   string `json:"iss"`
+	Subject  string `json:"sub"`
+	Audience string `json:"aud"`
+	// Resource is the resource indicator (RFC 8707) the token was issued
+	// for, "" for none: the token's aud claim is then the array
+	// [Audience, Resource] instead of Audience alone. A resource server
+	// that checks aud against its own identifier (RFC 9068) finds it there,
+	// and one that checks "authenticated" still does.
+	Resource       string   `json:"-"`
 	Role           string   `json:"role"`
 	ExpiresAt      int64    `json:"exp"`
 	IssuedAt       int64    `json:"iat"`
@@ -122,7 +128,8 @@ func (c *Claims) FamilyID() string {
 	return family
 }
 
-// MarshalJSON writes the claims. An OAuth token always carries
+// MarshalJSON writes the claims. aud is Audience, or [Audience, Resource]
+// when Resource is set (an OAuth token only). An OAuth token always carries
 // oauth_scopes and oauth_grant_type, and the RFC 9068 client_id (the
 // oauth_client_id) and scope (the oauth_scopes separated by spaces); a
 // client-credentials token always carries oauth_branch_ids, empty or not,
@@ -136,16 +143,21 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 	if scopes == nil {
 		scopes = []string{}
 	}
+	var aud any = c.Audience
+	if c.Resource != "" {
+		aud = []string{c.Audience, c.Resource}
+	}
 	grant := c.grant()
 	if grant != GrantClientCredentials {
 		return json.Marshal(struct {
 			plain
+			Aud       any      `json:"aud"`
 			Scopes    []string `json:"oauth_scopes"`
 			BranchIDs []string `json:"oauth_branch_ids,omitempty"`
 			Grant     string   `json:"oauth_grant_type"`
 			ClientID  string   `json:"client_id"`
 			Scope     string   `json:"scope"`
-		}{plain(c), scopes, nil, grant, c.ClientID, strings.Join(scopes, " ")})
+		}{plain(c), aud, scopes, nil, grant, c.ClientID, strings.Join(scopes, " ")})
 	}
 	branches := c.BranchIDs
 	if branches == nil {
@@ -153,12 +165,13 @@ func (c Claims) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(struct {
 		plain
+		Aud       any      `json:"aud"`
 		Scopes    []string `json:"oauth_scopes"`
 		BranchIDs []string `json:"oauth_branch_ids"`
 		Grant     string   `json:"oauth_grant_type"`
 		ClientID  string   `json:"client_id"`
 		Scope     string   `json:"scope"`
-	}{plain(c), scopes, branches, grant, c.ClientID, strings.Join(scopes, " ")})
+	}{plain(c), aud, scopes, branches, grant, c.ClientID, strings.Join(scopes, " ")})
 }
 
 // GetExpirationTime implements jwt.Claims; a token without exp has none.
@@ -189,5 +202,8 @@ func (c *Claims) GetSubject() (string, error) { return c.Subject, nil }
 
 // GetAudience implements jwt.Claims.
 func (c *Claims) GetAudience() (jwt.ClaimStrings, error) {
+	if c.Resource != "" {
+		return jwt.ClaimStrings{c.Audience, c.Resource}, nil
+	}
 	return jwt.ClaimStrings{c.Audience}, nil
 }

@@ -35,7 +35,9 @@ var errNoKeys = errors.New("bearer: no keys")
 
 // Verifier checks bearer tokens: signed by the key their kid names (in
 // Keys, or found by Source), with exactly that key's algorithm, issued by
-// Issuer, for the audience "authenticated", not expired. The token's alg
+// Issuer, for the audience "authenticated", not expired. aud is
+// "authenticated", or (an OAuth token issued for a resource indicator)
+// ["authenticated", "<resource>"], the resource Resource when it is set. The token's alg
 // header only has to agree with its key: a token is never verified with
 // an algorithm its key was not made for, so an HS256 token keyed with an
 // ES256 or EdDSA public key, alg none, a kid of a key of another
@@ -73,6 +75,12 @@ type Verifier struct {
 	// was cut off from the token's organization (see CutOffList). It is
 	// asked from memory on every call; nil skips the check.
 	CutOffs CutOffChecker
+	// Resource, when set, is the resource identifier (RFC 8707) of the
+	// API the Verifier guards, as its protected resource metadata names
+	// it: a token whose aud names a resource (beside "authenticated") must
+	// name this one. A token without a resource is accepted either way;
+	// "" accepts any resource.
+	Resource string
 	// Now is the clock that decides whether a token has expired; nil means
 	// time.Now.
 	Now func() time.Time
@@ -96,12 +104,40 @@ func (v *Verifier) parser() *jwt.Parser {
 	)
 }
 
-// verifiedClaims are the claims as Verify reads them: Claims, and the RFC
-// 9068 claims that repeat two of them.
+// verifiedClaims are the claims as Verify reads them: Claims, the RFC
+// 9068 claims that repeat two of them, and aud as a string or an array
+// (Claims.Audience and Claims.Resource are set from it).
 type verifiedClaims struct {
 	Claims
-	RFCClientID *string `json:"client_id"`
-	RFCScope    *string `json:"scope"`
+	Aud         jwt.ClaimStrings `json:"aud"`
+	RFCClientID *string          `json:"client_id"`
+	RFCScope    *string          `json:"scope"`
+}
+
+// GetAudience implements jwt.Claims: aud as the token has it.
+func (vc *verifiedClaims) GetAudience() (jwt.ClaimStrings, error) { return vc.Aud, nil }
+
+// audience sets the Audience and Resource of the claims from aud, which
+// holds Audience (the parser checked it): at most one other value, the
+// resource, and when resource is set, that one. It reports what is wrong,
+// or "".
+func (vc *verifiedClaims) audience(resource string) string {
+	vc.Audience = Audience
+	for _, a := range vc.Aud {
+		switch {
+		case a == Audience:
+		case vc.Resource != "":
+			return "the token names more than one resource"
+		case !vc.OAuth():
+			return "a token without oauth_client_id names a resource"
+		default:
+			vc.Resource = a
+		}
+	}
+	if resource != "" && vc.Resource != "" && vc.Resource != resource {
+		return "the token is for another resource"
+	}
+	return ""
 }
 
 // Verify checks token and returns its claims, whose Grant it sets. The
@@ -144,6 +180,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Claims, error) {
 		return nil, apierrors.InvalidToken("the token lacks sub or jti")
 	}
 	if problem := vc.checkRFC9068(tok.Header["typ"], tok.Method.Alg()); problem != "" {
+		return nil, apierrors.InvalidToken("%s", problem)
+	}
+	if problem := vc.audience(v.Resource); problem != "" {
 		return nil, apierrors.InvalidToken("%s", problem)
 	}
 	if problem := c.checkGrant(c.BranchIDs != nil); problem != "" {

@@ -47,7 +47,8 @@ var base = time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 // checks revocation before reuse (a spent token of a revoked family gives
 // oauth.ErrRevoked); RevokeFamily of a family with no token yet revokes the
 // tokens saved in it later; every token of a family reports the family's
-// AuthorizedAt, as saved with its first token, whatever the rotations;
+// AuthorizedAt, as saved with its first token, whatever the rotations, and
+// a rotation's successor the spent token's Resource;
 // RevokeUserFamilies and RevokeClientFamilies count only the families they
 // revoked; SaveGrant
 // accepts the same consent again.
@@ -445,6 +446,7 @@ func newCode() *oauth.Code {
 		Challenge:      "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
 		Scopes:         []string{"svc:orders:read", "svc:orders:write"},
 		ExpiresAt:      base.Add(time.Minute),
+		Resource:       "https://tms.example.com",
 	}
 }
 
@@ -459,6 +461,7 @@ func newToken() *oauth.RefreshToken {
 		Scopes:         []string{"svc:orders:read", "svc:accounts:read"},
 		ExpiresAt:      base.Add(30 * 24 * time.Hour),
 		AuthorizedAt:   base.Add(-time.Hour),
+		Resource:       "https://tms.example.com",
 	}
 }
 
@@ -503,6 +506,7 @@ func assertCode(t *testing.T, want, got *oauth.Code) {
 	assertList(t, want.Scopes, got.Scopes, "Scopes")
 	assertTime(t, want.ExpiresAt, got.ExpiresAt, "ExpiresAt")
 	assert.Equal(t, want.FamilyID, got.FamilyID, "FamilyID")
+	assert.Equal(t, want.Resource, got.Resource, "Resource")
 }
 
 func assertToken(t *testing.T, want, got *oauth.RefreshToken) {
@@ -516,6 +520,7 @@ func assertToken(t *testing.T, want, got *oauth.RefreshToken) {
 	assertList(t, want.Scopes, got.Scopes, "Scopes")
 	assertTime(t, want.ExpiresAt, got.ExpiresAt, "ExpiresAt")
 	assertTime(t, want.AuthorizedAt, got.AuthorizedAt, "AuthorizedAt")
+	assert.Equal(t, want.Resource, got.Resource, "Resource (rotation keeps it)")
 }
 
 // assertList checks that got holds want's elements in order; a nil or empty

@@ -157,7 +157,7 @@ func refuseRotation(ctx context.Context, tx *tx, hash []byte, now time.Time) (*o
 
 // refreshColumns are the token's columns that scanRefreshToken reads
 // first, in its order.
-const refreshColumns = "family_id, client_id, user_id, organization_id, scopes, expires_at"
+const refreshColumns = "family_id, client_id, user_id, organization_id, scopes, expires_at, resource"
 
 // familyAuthorizedAt is the expression, in a statement on
 // oauth_refresh_tokens, of when the token's family was authorized: the
@@ -169,7 +169,7 @@ const familyAuthorizedAt = "(SELECT f.created_at FROM oauth_families f WHERE f.i
 func scanRefreshToken(row *sql.Row, hash []byte, extra ...any) (*oauth.RefreshToken, error) {
 	t := &oauth.RefreshToken{Hash: hash}
 	var expires, authorized nullTime
-	dest := append([]any{&t.FamilyID, &t.ClientID, &t.UserID, &t.OrganizationID, list{&t.Scopes}, &expires, &authorized}, extra...)
+	dest := append([]any{&t.FamilyID, &t.ClientID, &t.UserID, &t.OrganizationID, list{&t.Scopes}, &expires, &t.Resource, &authorized}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ type tokenState struct{ spent, revoked bool }
 func findRefreshToken(ctx context.Context, tx *tx, hash []byte) (*oauth.RefreshToken, tokenState, error) {
 	var state tokenState
 	row := tx.QueryRowContext(ctx, `
-		SELECT t.family_id, t.client_id, t.user_id, t.organization_id, t.scopes, t.expires_at,
+		SELECT t.family_id, t.client_id, t.user_id, t.organization_id, t.scopes, t.expires_at, t.resource,
 			f.created_at, t.spent_at IS NOT NULL, f.revoked_at IS NOT NULL
 		FROM oauth_refresh_tokens t LEFT JOIN oauth_families f ON f.id = t.family_id
 		WHERE t.hash = $1`, bytesArg(hash))
@@ -223,10 +223,10 @@ func spendRefreshToken(ctx context.Context, tx *tx, hash []byte, now time.Time) 
 // the driver's error on a unique violation, for the caller to map.
 func insertRefreshToken(ctx context.Context, tx *tx, t *oauth.RefreshToken, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO oauth_refresh_tokens (hash, family_id, client_id, user_id, organization_id, scopes, expires_at, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		INSERT INTO oauth_refresh_tokens (hash, family_id, client_id, user_id, organization_id, scopes, expires_at, created_at, resource)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		bytesArg(t.Hash), t.FamilyID, t.ClientID, t.UserID, t.OrganizationID, listArg(t.Scopes),
-		tx.timeArg(t.ExpiresAt), tx.timeArg(now),
+		tx.timeArg(t.ExpiresAt), tx.timeArg(now), t.Resource,
 	)
 	if err != nil {
 		return fmt.Errorf("sqlstore: insert refresh token: %w", err)

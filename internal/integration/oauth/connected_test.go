@@ -52,10 +52,10 @@ func TestConnectedApps(t *testing.T) {
 
 		// The organization's app gets a client-credentials token; its
 		// other app is authorized by the admin.
-		cc, err := e.srv.ClientCredentials(ctx, e.app, "")
+		cc, err := e.srv.ClientCredentials(ctx, e.app, "", "")
 		require.NoError(t, err)
 		code := e.issueCode(t, e.other, challenge, "svc:orders:read")
-		user, err := e.srv.ExchangeCode(ctx, e.other, code, redirect, verifier)
+		user, err := e.srv.ExchangeCode(ctx, e.other, code, redirect, verifier, "")
 		require.NoError(t, err)
 		// Another organization's app and consent are never listed.
 		foreign, _, err := e.srv.RegisterApp(ctx, oauth.NewApp{OrganizationID: otherOrg, Name: "Foreign", Scopes: []string{"svc:orders:read"}})
@@ -124,7 +124,7 @@ func TestConnectedApps(t *testing.T) {
 		assert.EqualValues(t, 2, d["removed_consents"], "one per authorization")
 		assert.Equal(t, true, d["disabled"])
 
-		_, err = e.srv.Refresh(ctx, "", user.RefreshToken)
+		_, err = e.srv.Refresh(ctx, "", user.RefreshToken, "")
 		assert.ErrorContains(t, err, "revoked")
 		_, err = e.srv.AuthenticateClient(ctx, e.other.ClientID, e.otherSec, "")
 		assert.Error(t, err, "a disconnected app of the organization is disabled")
@@ -138,14 +138,14 @@ func TestConnectedApps(t *testing.T) {
 
 		// A code issued before the disconnection is void; a family that a
 		// code exchange saved during it fails at its first refresh.
-		_, err = e.srv.ExchangeCode(ctx, e.other, pending, redirect, verifier)
+		_, err = e.srv.ExchangeCode(ctx, e.other, pending, redirect, verifier, "")
 		assert.ErrorContains(t, err, "invalid")
 		raced := oauth.NewSecret()
 		require.NoError(t, e.store.SaveRefreshToken(ctx, &oauth.RefreshToken{Hash: sha256Of(raced), FamilyID: "raced-family",
 			ClientID: e.other.ClientID, UserID: adminID, OrganizationID: orgID, Scopes: []string{"svc:orders:read"},
 			ExpiresAt: e.clock.Now().Add(time.Hour), AuthorizedAt: e.clock.Now().Add(-time.Second)}))
 		e.srv.CutOffs = cutoffs
-		_, err = e.srv.Refresh(ctx, "", raced)
+		_, err = e.srv.Refresh(ctx, "", raced, "")
 		assert.ErrorContains(t, err, "disconnected")
 		revoked, err := e.store.FamilyRevoked(ctx, "raced-family")
 		require.NoError(t, err)
@@ -162,7 +162,8 @@ func TestConnectedApps(t *testing.T) {
 		require.NoError(t, err)
 		e.clock.Advance(time.Second)
 		tok, err := e.srv.ClientCredentials(ctx, &oauth.App{ID: app.ID, ClientID: app.ClientID, Name: app.Name, OrganizationID: app.OrganizationID,
-			Scopes: app.Scopes, BranchIDs: []string{}}, "")
+			Scopes: app.Scopes, BranchIDs: []string{}}, "", "")
+
 		require.NoError(t, err)
 		_, err = v.Verify(ctx, tok.AccessToken)
 		assert.NoError(t, err)

@@ -262,14 +262,14 @@ func TestRefreshMaxAgeConfigured(t *testing.T) {
 	srv := *e.srv
 	srv.RefreshMaxAge = 2 * time.Hour
 	ctx := context.Background()
-	tok, err := srv.ExchangeCode(ctx, e.app, lcIssueCode(t, e, e.app, adminID), redirect, verifier)
+	tok, err := srv.ExchangeCode(ctx, e.app, lcIssueCode(t, e, e.app, adminID), redirect, verifier, "")
 	require.NoError(t, err)
 	e.clock.Advance(90 * time.Minute)
-	tok, err = srv.Refresh(ctx, "", tok.RefreshToken)
+	tok, err = srv.Refresh(ctx, "", tok.RefreshToken, "")
 	require.NoError(t, err)
 	assert.Equal(t, 1800, tok.ExpiresIn)
 	e.clock.Advance(30 * time.Minute)
-	_, err = srv.Refresh(ctx, "", tok.RefreshToken)
+	_, err = srv.Refresh(ctx, "", tok.RefreshToken, "")
 	assert.Equal(t, apierrors.CodeInvalidGrant, apierrors.CodeOf(err))
 }
 
@@ -292,7 +292,7 @@ func TestClientCredentialsGrantExplicit(t *testing.T) {
 		{"an app with no branch information is refused", app(nil), nil, apierrors.CodeUnauthorizedClient},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tok, err := e.srv.ClientCredentials(ctx, tc.app, "")
+			tok, err := e.srv.ClientCredentials(ctx, tc.app, "", "")
 			if tc.code != "" {
 				assert.Equal(t, tc.code, apierrors.CodeOf(err))
 				assert.Nil(t, tok)

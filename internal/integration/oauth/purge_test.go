@@ -29,12 +29,12 @@ func TestPurgeLifecycle(t *testing.T) {
 		ctx := t.Context()
 		day := 24 * time.Hour
 		exchange := func() *oauth.Token {
-			tok, err := e.srv.ExchangeCode(ctx, e.app, e.issueCode(t, e.app, challenge, "svc:orders:read"), redirect, verifier)
+			tok, err := e.srv.ExchangeCode(ctx, e.app, e.issueCode(t, e.app, challenge, "svc:orders:read"), redirect, verifier, "")
 			require.NoError(t, err)
 			return tok
 		}
 		refresh := func(token string) *oauth.Token {
-			tok, err := e.srv.Refresh(ctx, "", token)
+			tok, err := e.srv.Refresh(ctx, "", token, "")
 			require.NoError(t, err)
 			return tok
 		}
@@ -48,26 +48,26 @@ func TestPurgeLifecycle(t *testing.T) {
 		liveNext := refresh(live.RefreshToken)
 		reused := exchange()
 		reusedNext := refresh(reused.RefreshToken)
-		_, err := e.srv.Refresh(ctx, "", reused.RefreshToken)
+		_, err := e.srv.Refresh(ctx, "", reused.RefreshToken, "")
 		puInvalidGrant(t, err, "already used")
 		e.issueCode(t, e.app, challenge, "svc:orders:read") // never exchanged
 
 		e.clock.Advance(2 * day)
 		assert.Equal(t, oauth.PurgeResult{}, purge(), "within the retention nothing goes")
-		_, err = e.srv.Refresh(ctx, "", reusedNext.RefreshToken)
+		_, err = e.srv.Refresh(ctx, "", reusedNext.RefreshToken, "")
 		puInvalidGrant(t, err, "revoked")
 
 		e.clock.Advance(oauth.DefaultPurgeRetention - 2*day + 2*time.Minute)
 		assert.Equal(t, oauth.PurgeResult{Codes: 1, RefreshTokens: 2, Families: 1}, purge(),
 			"the unused code, the revoked family and its two tokens")
 		for _, token := range []string{reused.RefreshToken, reusedNext.RefreshToken} {
-			_, err = e.srv.Refresh(ctx, "", token)
+			_, err = e.srv.Refresh(ctx, "", token, "")
 			puInvalidGrant(t, err, "invalid")
 		}
 		liveLast := refresh(liveNext.RefreshToken)
-		_, err = e.srv.Refresh(ctx, "", live.RefreshToken)
+		_, err = e.srv.Refresh(ctx, "", live.RefreshToken, "")
 		puInvalidGrant(t, err, "already used")
-		_, err = e.srv.Refresh(ctx, "", liveLast.RefreshToken)
+		_, err = e.srv.Refresh(ctx, "", liveLast.RefreshToken, "")
 		puInvalidGrant(t, err, "revoked")
 
 		e.clock.Advance(oauth.DefaultRefreshMaxAge)
@@ -82,11 +82,11 @@ func TestPurgeLifecycle(t *testing.T) {
 func TestPurgeKeepsRevokedAccessTokensRefused(t *testing.T) {
 	eachBackend(t, func(t *testing.T, e *env) {
 		ctx := t.Context()
-		tok, err := e.srv.ExchangeCode(ctx, e.app, e.issueCode(t, e.app, challenge, "svc:orders:read"), redirect, verifier)
+		tok, err := e.srv.ExchangeCode(ctx, e.app, e.issueCode(t, e.app, challenge, "svc:orders:read"), redirect, verifier, "")
 		require.NoError(t, err)
-		_, err = e.srv.Refresh(ctx, "", tok.RefreshToken)
+		_, err = e.srv.Refresh(ctx, "", tok.RefreshToken, "")
 		require.NoError(t, err)
-		_, err = e.srv.Refresh(ctx, "", tok.RefreshToken) // reuse: the family is revoked
+		_, err = e.srv.Refresh(ctx, "", tok.RefreshToken, "") // reuse: the family is revoked
 		puInvalidGrant(t, err, "already used")
 
 		e.clock.Advance(oauth.DefaultAccessTokenTTL - time.Minute)
