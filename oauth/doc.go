@@ -79,7 +79,9 @@
 // request or an authorization request may name one of Server.Resources as
 // its resource indicator (RFC 8707), and every access token of that grant
 // then has aud ["authenticated", resource]; any other resource is
-// invalid_target, and nothing is issued.
+// invalid_target, and nothing is issued; a public client (App.Public, no
+// secret) authenticates by its client id alone, may use only the
+// authorization-code grant and refresh, and may not introspect.
 //
 // Errors are *errors.Error values (import it as apierrors) with the codes
 // of RFC 6749 section 5.2; invalid_client is a 401 whose WWW-Authenticate

@@ -459,6 +459,11 @@ func (s *Server) introspect(r *http.Request) (*introspection, error) {
 	if err != nil {
 		return nil, err
 	}
+	if app.Public {
+		// RFC 7662 section 2.1: introspection needs an authenticated
+		// caller, which a client without a secret cannot be.
+		return nil, apierrors.InvalidClient("", "a public client cannot authenticate, so it may not introspect")
+	}
 	token := form.Get("token")
 	if token == "" {
 		return nil, apierrors.InvalidRequest("token is required")
@@ -515,7 +520,7 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"authorization_response_iss_parameter_supported": true,
-		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post"},
+		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "none"},
 		"revocation_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post"},
 		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic", "client_secret_post"},
 	}

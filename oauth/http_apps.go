@@ -88,28 +88,45 @@ type appBody struct {
 	Scopes         []string `json:"scopes"`
 	BranchIDs      []string `json:"branch_ids"`
 	RedirectURIs   []string `json:"redirect_uris"`
+	// TokenEndpointAuthMethod is RFC 7591's: none registers a public
+	// client; "", client_secret_basic or client_secret_post a confidential
+	// one (which may use either).
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
 }
 
 // AppResponse is the JSON that app registration returns. ClientSecret is
-// shown this once. (Secret rotation returns a SecretRotation.)
+// shown this once; a public client has none. (Secret rotation returns a
+// SecretRotation.)
 type AppResponse struct {
-	ClientID       string   `json:"client_id"`
-	ClientSecret   string   `json:"client_secret"`
-	AppID          string   `json:"app_id,omitempty"`
-	Name           string   `json:"name,omitempty"`
-	OrganizationID string   `json:"organization_id,omitempty"`
-	Scopes         []string `json:"scopes,omitempty"`
-	BranchIDs      []string `json:"branch_ids,omitempty"`
-	RedirectURIs   []string `json:"redirect_uris,omitempty"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	// TokenEndpointAuthMethod is none for a public client,
+	// client_secret_basic (or client_secret_post, which it may use as
+	// well) for a confidential one.
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	AppID                   string   `json:"app_id,omitempty"`
+	Name                    string   `json:"name,omitempty"`
+	OrganizationID          string   `json:"organization_id,omitempty"`
+	Scopes                  []string `json:"scopes,omitempty"`
+	BranchIDs               []string `json:"branch_ids,omitempty"`
+	RedirectURIs            []string `json:"redirect_uris,omitempty"`
 }
 
 // NewAppResponse returns the registration response of app and its secret.
 func NewAppResponse(app *App, secret string) AppResponse {
 	return AppResponse{
-		ClientID: app.ClientID, ClientSecret: secret, AppID: app.ID, Name: app.Name,
+		ClientID: app.ClientID, ClientSecret: secret, TokenEndpointAuthMethod: authMethod(app), AppID: app.ID, Name: app.Name,
 		OrganizationID: app.OrganizationID, Scopes: app.Scopes, BranchIDs: nonNil(app.BranchIDs),
 		RedirectURIs: nonNil(app.RedirectURIs),
 	}
+}
+
+// authMethod is the token_endpoint_auth_method of app.
+func authMethod(app *App) string {
+	if app.Public {
+		return "none"
+	}
+	return "client_secret_basic"
 }
 
 // handleRegisterApp registers an app: POST Paths.Apps with the
@@ -130,7 +147,15 @@ func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) error
 	if err := s.requireAdmin(r, user, body.OrganizationID); err != nil {
 		return err
 	}
-	app, secret, err := s.RegisterApp(r.Context(), NewApp(body))
+	n := NewApp{OrganizationID: body.OrganizationID, Name: body.Name, Scopes: body.Scopes, BranchIDs: body.BranchIDs, RedirectURIs: body.RedirectURIs}
+	switch body.TokenEndpointAuthMethod {
+	case "none":
+		n.Public = true
+	case "", "client_secret_basic", "client_secret_post":
+	default:
+		return apierrors.InvalidRequest("token_endpoint_auth_method must be none, client_secret_basic or client_secret_post")
+	}
+	app, secret, err := s.RegisterApp(r.Context(), n)
 	if err != nil {
 		return err
 	}

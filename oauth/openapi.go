@@ -518,13 +518,17 @@ func oaAppSchemas() map[string]*openapi.Schema {
 		openapi.Prop("name", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(1), MaxLength: openapi.Ptr(200), Description: "The app's name, shown at consent; at most 200 bytes."}),
 		openapi.Prop("scopes", &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), Items: &openapi.Schema{Type: "string"}, Description: "The scopes the app may ask for, e.g. `svc:quotations:read`."}),
 		openapi.Prop("branch_ids", oaUUIDs("The branches a client-credentials token of the app may use; each a branch of the organization.")),
-		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow, matched exactly: `https://...`, `http://` on a loopback host (127.0.0.1, [::1], localhost; RFC 8252), or a private-use scheme in reverse-domain form with one slash (`com.example.app:/callback`); never a fragment, user information or a wildcard."}))
+		openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uri"}, Description: "The redirect URIs of the authorization-code flow, matched exactly: `https://...`, `http://` on a loopback host (127.0.0.1, [::1], localhost; RFC 8252), or a private-use scheme in reverse-domain form with one slash (`com.example.app:/callback`); never a fragment, user information or a wildcard."}),
+		openapi.Prop("token_endpoint_auth_method", &openapi.Schema{Type: "string", Enum: []any{"client_secret_basic", "client_secret_post", "none"},
+			Description: "`none` registers a public client (a desktop or mobile app, an agent): no secret, the authorization-code grant with PKCE and refresh only, no `branch_ids`, at least one redirect URI; it may not introspect. Default: a confidential client with a secret."}))
 	appRegistration.AdditionalProperties = openapi.Ptr(false)
 	appRegistration.Description = "An app to register."
 
-	appResponse := openapi.Object([]string{"client_id", "client_secret"},
+	appResponse := openapi.Object([]string{"client_id", "token_endpoint_auth_method"},
 		openapi.Prop("client_id", openapi.String("The app's client id.")),
-		openapi.Prop("client_secret", openapi.String("The client secret, shown this once: only its hash is kept.")),
+		openapi.Prop("client_secret", openapi.String("The client secret, shown this once: only its hash is kept. A public client has none.")),
+		openapi.Prop("token_endpoint_auth_method", &openapi.Schema{Type: "string", Enum: []any{"client_secret_basic", "none"},
+			Description: "`none` for a public client, which sends its `client_id` alone; `client_secret_basic` for a confidential one (which may send `client_secret` in the body instead)."}),
 		openapi.Prop("app_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's id (registration only)."}),
 		openapi.Prop("name", openapi.String("The app's name (registration only).")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (registration only)."}),
@@ -604,8 +608,8 @@ func oaTokenInfoSchemas() map[string]*openapi.Schema {
 		openapi.Prop("grant_types_supported", strs("`authorization_code`, `refresh_token`, `client_credentials`.")),
 		openapi.Prop("code_challenge_methods_supported", strs("`S256`.")),
 		openapi.Prop("authorization_response_iss_parameter_supported", &openapi.Schema{Type: "boolean", Description: "True: the authorization response carries `iss` (RFC 9207)."}),
-		openapi.Prop("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
+		openapi.Prop("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`, and `none` for public clients (their `client_id` alone, with PKCE).")),
+		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`, and `none` for public clients, which revoke their own tokens by `client_id`.")),
 		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
 		openapi.Prop("jwks_uri", uri("The JSON Web Key Set of the public signing keys; only when tokens are signed with ES256 or EdDSA.")))
 	metadata.Description = "RFC 8414 authorization server metadata."

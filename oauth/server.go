@@ -219,6 +219,15 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 	case err != nil:
 		return nil, apierrors.Internal(fmt.Errorf("oauth: load app: %w", err))
 	}
+	if app.Public {
+		// A public client has no secret to prove: its client id names it,
+		// and PKCE binds its codes. One that sends a secret is confused
+		// about what it is, and is refused rather than half-trusted.
+		if secret != "" {
+			return nil, apierrors.InvalidClient(scheme, "the client is public (token_endpoint_auth_method none) and has no secret: send its client_id alone")
+		}
+		return app, nil
+	}
 	if !secretMatches(secret, app.SecretHash) {
 		return nil, apierrors.InvalidClient(scheme, "client authentication failed")
 	}
@@ -241,8 +250,12 @@ func (s *Server) app(ctx context.Context, clientID string) (*App, error) {
 // Resources; invalid_target otherwise). The token may
 // use only the app's BranchIDs: an app whose BranchIDs is nil, which says
 // nothing of its branches, is refused (unauthorized_client); one with an
-// empty list gets a token that reaches no branch.
+// empty list gets a token that reaches no branch. A public app is refused
+// (unauthorized_client).
 func (s *Server) ClientCredentials(ctx context.Context, app *App, scope, resource string) (*Token, error) {
+	if app.Public {
+		return nil, apierrors.UnauthorizedClient("a public client may not use the client-credentials grant: it has no secret to prove who asks")
+	}
 	if app.BranchIDs == nil {
 		return nil, apierrors.UnauthorizedClient("the app has no branch list, so it may not use the client-credentials grant")
 	}
@@ -612,6 +625,10 @@ type NewApp struct {
 	Scopes         []string
 	BranchIDs      []string
 	RedirectURIs   []string
+	// Public registers a public client (see App.Public): no secret, no
+	// branches (it has no client-credentials grant), at least one redirect
+	// URI.
+	Public bool
 }
 
 // RegisterApp registers an app for its organization and returns it with
@@ -629,6 +646,10 @@ func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error
 		return nil, "", apierrors.InvalidRequest("name is longer than 200 bytes")
 	case len(n.Scopes) == 0:
 		return nil, "", apierrors.InvalidRequest("at least one scope is required")
+	case n.Public && len(n.BranchIDs) > 0:
+		return nil, "", apierrors.InvalidRequest("a public client has no branches: it may not use the client-credentials grant, whose tokens the branches bound")
+	case n.Public && len(n.RedirectURIs) == 0:
+		return nil, "", apierrors.InvalidRequest("a public client needs a redirect URI: it may use only the authorization-code grant")
 	}
 	for _, sc := range n.Scopes {
 		if !validScopeToken(sc) {
@@ -651,11 +672,15 @@ func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error
 			}
 		}
 	}
-	secret := NewSecret()
+	secret, hash := "", []byte{}
+	if !n.Public {
+		secret = NewSecret()
+		hash = hashSecret(secret)
+	}
 	app := &App{
 		ID: newID(), ClientID: newID(), Name: strings.TrimSpace(n.Name),
 		OrganizationID: n.OrganizationID, Scopes: dedupe(n.Scopes), BranchIDs: dedupe(n.BranchIDs),
-		RedirectURIs: dedupe(n.RedirectURIs), SecretHash: hashSecret(secret), CreatedAt: s.now().UTC(),
+		RedirectURIs: dedupe(n.RedirectURIs), SecretHash: hash, CreatedAt: s.now().UTC(), Public: n.Public,
 	}
 	if err := s.Store.CreateApp(ctx, app); err != nil {
 		return nil, "", apierrors.Internal(fmt.Errorf("oauth: create app: %w", err))
@@ -664,10 +689,19 @@ func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error
 }
 
 // rotateSecret gives the app a new client secret, shown this once; the old
-// one stops working at once.
+// one stops working at once. A public app has none to rotate.
 func (s *Server) rotateSecret(ctx context.Context, clientID string) (string, error) {
+	app, err := s.Store.App(ctx, clientID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", apierrors.NotFound("no app with client_id %q", clientID)
+	case err != nil:
+		return "", apierrors.Internal(fmt.Errorf("oauth: rotate secret: %w", err))
+	case app.Public:
+		return "", apierrors.InvalidRequest("the app is a public client: it has no secret to rotate")
+	}
 	secret := NewSecret()
-	err := s.Store.SetSecretHash(ctx, clientID, hashSecret(secret))
+	err = s.Store.SetSecretHash(ctx, clientID, hashSecret(secret))
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return "", apierrors.NotFound("no app with client_id %q", clientID)

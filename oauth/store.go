@@ -42,8 +42,15 @@ type App struct {
 	BranchIDs []string
 	// RedirectURIs are the exact redirect URIs of its authorization requests.
 	RedirectURIs []string
-	// SecretHash is the SHA-256 of the client secret.
+	// SecretHash is the SHA-256 of the client secret; empty for a public
+	// client.
 	SecretHash []byte
+	// Public marks a public client (token_endpoint_auth_method none): an
+	// app that cannot keep a secret (a desktop or mobile app, an agent),
+	// which has none, identifies itself by its client id alone, and may use
+	// only the authorization-code grant (with PKCE, as every client) and
+	// refresh.
+	Public bool
 	// CreatedAt is when the app was registered.
 	CreatedAt time.Time
 }

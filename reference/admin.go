@@ -55,7 +55,7 @@ var adminCommands = []adminCommand{
 	{"user create", "--email E --password P --org ORG [--org ...] [--admin]", func() adminCmd { return &userCreate{} }},
 	{"user remove", "--id USER --org ORG", func() adminCmd { return &userRemove{} }},
 	{"user delete", "--id USER", func() adminCmd { return &userDelete{} }},
-	{"app create", `--org ORG --name NAME --scopes "s1 s2" [--branches B1,B2 | --all-branches] [--redirect-uri URI ...]`, func() adminCmd { return &appCreate{} }},
+	{"app create", `--org ORG --name NAME --scopes "s1 s2" [--branches B1,B2 | --all-branches | --public] [--redirect-uri URI ...]`, func() adminCmd { return &appCreate{} }},
 	{"app rotate-secret", "--client-id ID [--revoke-tokens]", func() adminCmd { return &appRotateSecret{} }},
 	{"keys reencrypt", "--secrets-key KEY [--previous-secrets-key KEY]", func() adminCmd { return &keysReencrypt{} }},
 	{"purge", "[--refresh-max-age D] [--event-retention D]", func() adminCmd { return &purgeCmd{} }},

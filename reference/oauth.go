@@ -220,10 +220,11 @@ func adminOAuthServer(db *sql.DB, d query.Dialect) *oauth.Server {
 }
 
 // appCreate is "waybill admin app create --org ORG --name NAME --scopes
-// "s1 s2" [--branches B1,B2] [--redirect-uri URI ...]".
+// "s1 s2" [--branches B1,B2 | --all-branches | --public] [--redirect-uri
+// URI ...]".
 type appCreate struct {
 	org, name, scopes, branches string
-	allBranches                 bool
+	allBranches, public         bool
 	redirectURIs                stringList
 }
 
@@ -234,6 +235,7 @@ func (c *appCreate) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.scopes, "scopes", "", "`scopes` the app may be granted, separated by spaces or commas (required)")
 	fs.StringVar(&c.branches, "branches", "", "comma-separated branch `ids` its client-credentials tokens may use (none when empty)")
 	fs.BoolVar(&c.allBranches, "all-branches", false, "let its client-credentials tokens use every branch the organization has now (instead of --branches)")
+	fs.BoolVar(&c.public, "public", false, "register a public client (token_endpoint_auth_method none): no secret, the authorization-code grant with PKCE and refresh only, for a desktop or mobile app or an agent; needs --redirect-uri, takes no branches")
 	fs.Var(&c.redirectURIs, "redirect-uri", "exact redirect `URI` of its authorization-code flow: https, http on 127.0.0.1, [::1] or localhost, or a private-use scheme such as com.example.app:/callback; no fragment (repeatable)")
 }
 
@@ -253,6 +255,10 @@ func (c *appCreate) check() error {
 		return errors.New("--scopes is required")
 	case c.allBranches && strings.TrimSpace(c.branches) != "":
 		return errors.New("give --branches or --all-branches, not both")
+	case c.public && (c.allBranches || strings.TrimSpace(c.branches) != ""):
+		return errors.New("a --public app has no branches: it may not use the client-credentials grant")
+	case c.public && len(c.redirectURIs) == 0:
+		return errors.New("a --public app needs --redirect-uri: it may use only the authorization-code grant")
 	}
 	for _, u := range c.redirectURIs {
 		if err := oauth.CheckRedirectURI(u); err != nil {
@@ -267,7 +273,7 @@ func (c *appCreate) check() error {
 // service of the host's own may, so they are kept).
 func (c *appCreate) warnings() []string {
 	var out []string
-	if !c.allBranches && strings.TrimSpace(c.branches) == "" {
+	if !c.public && !c.allBranches && strings.TrimSpace(c.branches) == "" {
 		out = append(out, "the app may use no branch: its client-credentials tokens reach no branch's data "+
 			"(accounts, orders, quotations, ...) and may not write organization-wide data; give --branches B1,B2 or --all-branches")
 	}
@@ -293,7 +299,8 @@ func knownScopes() []string {
 	return out
 }
 
-// exec registers the app and prints its client secret, this once.
+// exec registers the app and prints its client secret, this once (a
+// public app has none).
 func (c *appCreate) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	if err := requireOrganization(ctx, db, c.org); err != nil {
 		return nil, err
@@ -320,7 +327,7 @@ func (c *appCreate) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any,
 	srv := adminOAuthServer(db, d)
 	app, secret, err := srv.RegisterApp(ctx, oauth.NewApp{
 		OrganizationID: c.org, Name: c.name, Scopes: oauth.ParseScope(c.scopes),
-		BranchIDs: branches, RedirectURIs: c.redirectURIs,
+		BranchIDs: branches, RedirectURIs: c.redirectURIs, Public: c.public,
 	})
 	if err != nil {
 		return nil, err

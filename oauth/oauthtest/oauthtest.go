@@ -89,6 +89,16 @@ func testApps(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		require.NoError(t, err)
 		assertApp(t, want, got)
 	})
+	t.Run("a public client", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		want := newApp()
+		want.Public, want.SecretHash, want.BranchIDs = true, []byte{}, []string{}
+		require.NoError(t, s.CreateApp(t.Context(), want))
+		got, err := s.App(t.Context(), want.ClientID)
+		require.NoError(t, err)
+		assertApp(t, want, got)
+	})
 	t.Run("duplicate client id", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -490,7 +500,11 @@ func assertApp(t *testing.T, want, got *oauth.App) {
 	assertList(t, want.Scopes, got.Scopes, "Scopes")
 	assertList(t, want.BranchIDs, got.BranchIDs, "BranchIDs")
 	assertList(t, want.RedirectURIs, got.RedirectURIs, "RedirectURIs")
-	assert.Equal(t, want.SecretHash, got.SecretHash, "SecretHash")
+	assert.Equal(t, len(want.SecretHash) == 0, len(got.SecretHash) == 0, "an empty SecretHash")
+	if len(want.SecretHash) > 0 {
+		assert.Equal(t, want.SecretHash, got.SecretHash, "SecretHash")
+	}
+	assert.Equal(t, want.Public, got.Public, "Public")
 	assertTime(t, want.CreatedAt, got.CreatedAt, "CreatedAt")
 }
 

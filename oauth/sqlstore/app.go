@@ -40,9 +40,9 @@ func findApp(ctx context.Context, tx *tx, clientID string) (*oauth.App, error) {
 	a := &oauth.App{ClientID: clientID}
 	var created nullTime
 	err := tx.QueryRowContext(ctx, `
-		SELECT id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at
+		SELECT id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at, public
 		FROM oauth_apps WHERE client_id = $1`, clientID,
-	).Scan(&a.ID, &a.Name, &a.OrganizationID, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created)
+	).Scan(&a.ID, &a.Name, &a.OrganizationID, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created, &a.Public)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlstore: app %q: %w", clientID, oauth.ErrNotFound)
 	}
@@ -57,10 +57,10 @@ func findApp(ctx context.Context, tx *tx, clientID string) (*oauth.App, error) {
 // violation, for the caller to map.
 func insertApp(ctx context.Context, tx *tx, a *oauth.App) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO oauth_apps (id, client_id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		INSERT INTO oauth_apps (id, client_id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at, public)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		a.ID, a.ClientID, a.Name, a.OrganizationID, listArg(a.Scopes), listArg(a.BranchIDs),
-		listArg(a.RedirectURIs), bytesArg(a.SecretHash), tx.timeArg(a.CreatedAt),
+		listArg(a.RedirectURIs), bytesArg(a.SecretHash), tx.timeArg(a.CreatedAt), a.Public,
 	)
 	if err != nil {
 		return fmt.Errorf("sqlstore: insert app: %w", err)

@@ -20,7 +20,7 @@ var (
 // first. Their lists are never nil.
 func (s *Store) OrganizationApps(ctx context.Context, organizationID string) ([]*oauth.App, error) {
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT id, client_id, name, scopes, branch_ids, redirect_uris, secret_hash, created_at
+		SELECT id, client_id, name, scopes, branch_ids, redirect_uris, secret_hash, created_at, public
 		FROM oauth_apps WHERE organization_id = $1 ORDER BY created_at, client_id`, organizationID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: organization apps: %w", err)
@@ -30,7 +30,7 @@ func (s *Store) OrganizationApps(ctx context.Context, organizationID string) ([]
 	for rows.Next() {
 		a := &oauth.App{OrganizationID: organizationID}
 		var created nullTime
-		if err := rows.Scan(&a.ID, &a.ClientID, &a.Name, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created); err != nil {
+		if err := rows.Scan(&a.ID, &a.ClientID, &a.Name, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created, &a.Public); err != nil {
 			return nil, fmt.Errorf("sqlstore: organization apps: %w", err)
 		}
 		a.CreatedAt = created.Time

@@ -126,6 +126,8 @@ func TestAppRegistrationAndRotation(t *testing.T) {
 				{"no scopes", with("scopes", []string{}), admin, 400, "invalid_request"},
 				{"no name", with("name", " "), admin, 400, "invalid_request"},
 				{"an unknown field", with("secret", "mine"), admin, 400, "invalid_request"},
+				{"an unknown auth method", with("token_endpoint_auth_method", "private_key_jwt"), admin, 400, "invalid_request"},
+				{"a public client with branches", with("token_endpoint_auth_method", "none"), admin, 400, "invalid_request"},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					r := e.postJSON(t, oauth.PathApps, tc.body, tc.bearer)
@@ -133,6 +135,26 @@ func TestAppRegistrationAndRotation(t *testing.T) {
 					assert.Equal(t, tc.code, r.str("error"))
 				})
 			}
+		})
+
+		t.Run("a public client", func(t *testing.T) {
+			body := map[string]any{"organization_id": orgID, "name": "Desk Tool", "scopes": []string{"svc:vehicles:read"},
+				"redirect_uris": []string{"http://127.0.0.1:9999/cb"}, "token_endpoint_auth_method": "none"}
+			r := e.postJSON(t, oauth.PathApps, body, admin)
+			require.Equal(t, http.StatusCreated, r.status, r.raw)
+			assert.Equal(t, "none", r.str("token_endpoint_auth_method"))
+			assert.NotContains(t, r.body, "client_secret")
+			public := r.str("client_id")
+			stored, err := e.store.App(context.Background(), public)
+			require.NoError(t, err)
+			assert.True(t, stored.Public)
+			assert.Empty(t, stored.SecretHash)
+			assert.Equal(t, 400, cc(public, ""), "no client credentials")
+			assert.Equal(t, 401, cc(public, "anything"), "a secret sent with a public client")
+			rotate := e.postJSON(t, oauth.PathApps+"/"+public+"/rotate-secret", map[string]any{}, admin)
+			assert.Equal(t, 400, rotate.status, rotate.raw)
+			delete(body, "redirect_uris")
+			assert.Equal(t, 400, e.postJSON(t, oauth.PathApps, body, admin).status, "a public client needs a redirect URI")
 		})
 
 		t.Run("rotation", func(t *testing.T) {
