@@ -50,9 +50,10 @@ func BenchmarkClientCredentialsFloor(b *testing.B) {
 		var id, name, org, scopes, branches, redirects string
 		var hash []byte
 		var created time.Time
+		var public bool
 		err := db.QueryRowContext(context.Background(),
-			`SELECT id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at FROM oauth_apps WHERE client_id = $1`,
-			e.app.ClientID).Scan(&id, &name, &org, &scopes, &branches, &redirects, &hash, &created)
+			`SELECT id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at, public FROM oauth_apps WHERE client_id = $1`,
+			e.app.ClientID).Scan(&id, &name, &org, &scopes, &branches, &redirects, &hash, &created, &public)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,5 +67,49 @@ func BenchmarkClientCredentialsFloor(b *testing.B) {
 		if _, err := tok.SignedString(key.Secret); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCodeExchangeHTTP is the authorization-code exchange through the
+// HTTP handler on PostgreSQL, for a confidential client (HTTP Basic, its
+// secret's hash compared) and for a public one (client_id alone): load and
+// redeem the code, check PKCE and the membership, save the refresh token,
+// sign. Issuing each code (the consent's work) is not timed.
+func BenchmarkCodeExchangeHTTP(b *testing.B) {
+	e := newBenchEnv(b)
+	public, _, err := e.srv.RegisterApp(context.Background(), oauth.NewApp{
+		OrganizationID: orgID, Name: "Desk Tool", Scopes: oauth.ParseScope(appScopes), RedirectURIs: []string{redirect}, Public: true,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := e.srv.Handler()
+	for _, c := range []struct {
+		name   string
+		app    *oauth.App
+		secret string
+	}{{"confidential", e.app, e.secret}, {"public", public, ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				form := url.Values{"grant_type": {"authorization_code"}, "code": {e.issueCode(b, c.app, challenge, "svc:orders:read")},
+					"redirect_uri": {redirect}, "code_verifier": {verifier}}
+				if c.secret == "" {
+					form.Set("client_id", c.app.ClientID)
+				}
+				req := httptest.NewRequest(http.MethodPost, oauth.PathToken, strings.NewReader(form.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				if c.secret != "" {
+					req.SetBasicAuth(c.app.ClientID, c.secret)
+				}
+				rec := httptest.NewRecorder()
+				b.StartTimer()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Body.String())
+				}
+			}
+		})
 	}
 }

@@ -232,7 +232,7 @@ func do(t *testing.T, req *http.Request) response {
 
 // issueCode runs the consent step in Go: the request is checked and a code
 // issued for the admin in the organization.
-func (e *env) issueCode(t *testing.T, app *oauth.App, challenge, scope string) string {
+func (e *env) issueCode(t testing.TB, app *oauth.App, challenge, scope string) string {
 	t.Helper()
 	req := oauth.AuthorizationRequest{
 		ClientID: app.ClientID, RedirectURI: redirect, ResponseType: "code",
