@@ -446,12 +446,14 @@ type introspection struct {
 	BranchIDs      []string `json:"branch_ids,omitempty"`
 }
 
-// audience is the aud of the claims as the token carries it.
+// audience is the aud of the claims as the token carries it: a string,
+// or an array when the token names a resource.
 func audience(c *bearer.Claims) any {
-	if c.Resource != "" {
-		return []string{c.Audience, c.Resource}
+	aud, _ := c.GetAudience()
+	if len(aud) == 1 {
+		return aud[0]
 	}
-	return c.Audience
+	return []string(aud)
 }
 
 func (s *Server) introspect(r *http.Request) (*introspection, error) {
@@ -521,7 +523,7 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 		"code_challenge_methods_supported":               []string{"S256"},
 		"authorization_response_iss_parameter_supported": true,
 		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "none"},
-		"revocation_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post"},
+		"revocation_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post", "none"},
 		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic", "client_secret_post"},
 	}
 	if len(s.ScopesSupported) > 0 {

@@ -512,7 +512,8 @@ type AuthorizationRequest struct {
 	State               string
 	// Resource is the resource indicator (RFC 8707), "" for none.
 	Resource string
-	// resources are the resource parameters as given, when more than one.
+	// resources are the resource parameters as the request gave them (nil
+	// for a request built by hand, which names Resource alone).
 	resources []string
 }
 

@@ -44,6 +44,8 @@ func TestPublicClient(t *testing.T) {
 			res, meta := doJSON(t, mustRequest(t, http.MethodGet, base+oauth.PathMetadata))
 			require.Equal(t, http.StatusOK, res.StatusCode)
 			assert.Contains(t, meta["token_endpoint_auth_methods_supported"], "none")
+			assert.Contains(t, meta["revocation_endpoint_auth_methods_supported"], "none", "it revokes by client_id")
+			assert.NotContains(t, meta["introspection_endpoint_auth_methods_supported"], "none")
 
 			conf := &oauth2.Config{
 				ClientID: public.clientID, RedirectURL: rvRedirect, Scopes: []string{"svc:vehicles:read"},
