@@ -237,6 +237,7 @@ type floor struct {
 // dates YYYY-MM-DD, timestamps RFC 3339 in UTC with microseconds.
 type quotation struct {
 	ID              string  `json:"id"`
+	ExternalID      *string `json:"external_id"`
 	QuotationNumber string  `json:"quotation_number"`
 	AccountID       string  `json:"account_id"`
 	QuotationDate   string  `json:"quotation_date"`
@@ -284,7 +285,7 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 	for rows.Next() {
 		var q quotation
 		var qdate, valid, created, updated time.Time
-		if err := rows.Scan(&q.ID, &q.QuotationNumber, &q.AccountID, &qdate, &valid, &q.Status,
+		if err := rows.Scan(&q.ID, &q.ExternalID, &q.QuotationNumber, &q.AccountID, &qdate, &valid, &q.Status,
 			&q.TotalWeightKg, &q.TotalVolumeM3, &q.TotalPackages, &created, &updated, &q.OrganizationID, &q.BranchID); err != nil {
 			fail(w, http.StatusInternalServerError, "server_error", err)
 			return
@@ -314,6 +315,7 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 // account is one account, as the waybill server writes it.
 type account struct {
 	ID             string  `json:"id"`
+	ExternalID     *string `json:"external_id"`
 	CompanyName    string  `json:"company_name"`
 	Email          *string `json:"email"`
 	Phone          *string `json:"phone"`
@@ -341,9 +343,9 @@ func (f *floor) createAccount(w http.ResponseWriter, r *http.Request) {
 	var created, updated time.Time
 	err := f.pool.QueryRow(r.Context(), `INSERT INTO accounts (id, organization_id, branch_id, created_at, updated_at, company_name, account_type, status)
 		VALUES ($1, $2, $3, $4, $4, $5, 'customer', 'active')
-		RETURNING id, company_name, email, phone, account_type, status, comment, created_at, updated_at, organization_id, branch_id`,
+		RETURNING id, external_id, company_name, email, phone, account_type, status, comment, created_at, updated_at, organization_id, branch_id`,
 		uuid.Must(uuid.NewV7()).String(), f.cfg.OrganizationID, r.PathValue("scopeId"), now, in.CompanyName).
-		Scan(&a.ID, &a.CompanyName, &a.Email, &a.Phone, &a.AccountType, &a.Status, &a.Comment, &created, &updated, &a.OrganizationID, &a.BranchID)
+		Scan(&a.ID, &a.ExternalID, &a.CompanyName, &a.Email, &a.Phone, &a.AccountType, &a.Status, &a.Comment, &created, &updated, &a.OrganizationID, &a.BranchID)
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "server_error", err)
 		return
