@@ -302,7 +302,7 @@ func (h *handlers) readExport(ctx context.Context, conn *sql.Conn, tx *sql.Tx, t
 		return h.exportFailed(e.r, err)
 	}
 	defer rows.Close()
-	return h.answerExport(e, newSQLRows(rows, h.cols))
+	return h.answerExport(e, h.sqlRows(rows, e.only))
 }
 
 // answerExport answers with the rows (nil for HEAD): an error in the

@@ -46,22 +46,23 @@ type Rows interface {
 }
 
 // sqlRows are the Rows of a query through database/sql: each row scanned
-// and its values normalized (see normalize); the text of a value is copied
-// into a buffer of its column, which the next row reuses.
+// and the values of the columns it reads (only; nil: all) normalized (see
+// normalize); the text of a value is copied into a buffer of its column,
+// which the next row reuses.
 type sqlRows struct {
 	rows       *sql.Rows
 	cols       []column
+	only       []bool
 	vals, ptrs []any
 	text       [][]byte
 	err        error
 }
 
-func newSQLRows(rows *sql.Rows, cols []column) *sqlRows {
-	s := &sqlRows{rows: rows, cols: cols, vals: make([]any, len(cols)), ptrs: make([]any, len(cols)), text: make([][]byte, len(cols))}
-	for i := range s.vals {
-		s.ptrs[i] = &s.vals[i]
-	}
-	return s
+// sqlRows returns the Rows of rows, a query of the handlers' columns, of
+// which only (nil: all) are read.
+func (h *handlers) sqlRows(rows *sql.Rows, only []bool) *sqlRows {
+	vals, ptrs := h.scratch()
+	return &sqlRows{rows: rows, cols: h.cols, only: only, vals: vals, ptrs: ptrs, text: make([][]byte, len(h.cols))}
 }
 
 func (s *sqlRows) Next() bool {
@@ -72,6 +73,9 @@ func (s *sqlRows) Next() bool {
 		return false
 	}
 	for i, c := range s.cols {
+		if s.only != nil && !s.only[i] {
+			continue
+		}
 		if s.vals[i], s.err = normalize(c.typ, s.vals[i]); s.err != nil {
 			return false
 		}

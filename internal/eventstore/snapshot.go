@@ -42,11 +42,11 @@ pending AS (
 SELECT (SELECT id FROM snap), (SELECT seq FROM heads), (SELECT count(*) FROM numbered)`
 
 // BeginSnapshot begins a read-only transaction that sees one consistent
-// snapshot of db, on a connection of db, and returns both with the organization's event head in
-// that snapshot: the snapshot holds the organization's events up to the
-// head, and none after it, so that the feed after the head gives exactly
-// the writes the snapshot does not hold. The transaction lives until ctx
-// ends or it is committed or rolled back.
+// snapshot of db, on a connection of db, and returns both with the
+// organization's event head in that snapshot: the snapshot holds the
+// organization's events up to the head, and none after it, so that the
+// feed after the head gives exactly the writes the snapshot does not hold.
+// The transaction lives until ctx ends or it is committed or rolled back.
 //
 // On SQLite, whose events take their numbers as they are written, it is
 // one read transaction whose first read is the head. On PostgreSQL,
