@@ -20,9 +20,7 @@ import (
 func TestOversizeOAuthBodies(t *testing.T) {
 	t.Parallel()
 	db := backends()[0].url(t) // SQLite
-	c := newRVTenant(t, db)
-	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db}, env(nil))
-	defer func() { require.NoError(t, stop()) }()
+	base, c := rvServed(t, db)
 
 	res, signIn := postJSON(t, base+"/auth/v1/token?grant_type=password", map[string]string{"email": c.email, "password": c.password}, "")
 	require.Equal(t, http.StatusOK, res.StatusCode, signIn)

@@ -27,9 +27,7 @@ func TestResourceIndicators(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			db := b.url(t)
-			c := newRVTenant(t, db)
-			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db}, env(nil))
-			defer func() { require.NoError(t, stop()) }()
+			base, c := rvServed(t, db)
 
 			res, err := http.Get(base + "/.well-known/oauth-protected-resource")
 			require.NoError(t, err)

@@ -43,6 +43,17 @@ func newRVTenant(t *testing.T, dbURL string) rvTenant {
 	return c
 }
 
+// rvServed creates an rvTenant in the database dbURL and serves it: a
+// waybill server on a free port, which stops, and must stop cleanly, when
+// the test ends. It returns the server's base URL and the tenant.
+func rvServed(t *testing.T, dbURL string) (base string, c rvTenant) {
+	t.Helper()
+	c = newRVTenant(t, dbURL)
+	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL}, env(nil))
+	t.Cleanup(func() { require.NoError(t, stop()) })
+	return base, c
+}
+
 // rvCodeTokens runs the authorization-code flow of c's app against the
 // server at base, as a client and a browser do: the user signs in on the
 // login page and approves on the consent page, and the client exchanges
@@ -127,9 +138,7 @@ func TestRevocation(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			db := b.url(t)
-			c := newRVTenant(t, db)
-			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db}, env(nil))
-			defer func() { require.NoError(t, stop()) }()
+			base, c := rvServed(t, db)
 
 			cc := rlToken(t, base, c.rlTenant)
 			res, body := rvRevoke(t, base, c, cc)
@@ -171,9 +180,7 @@ func TestRotateSecretRevokeTokens(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			db := b.url(t)
-			c := newRVTenant(t, db)
-			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db}, env(nil))
-			defer func() { require.NoError(t, stop()) }()
+			base, c := rvServed(t, db)
 
 			cc := rlToken(t, base, c.rlTenant)
 			kept := rvCodeTokens(t, base, c)
