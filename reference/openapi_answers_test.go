@@ -267,8 +267,24 @@ func (w *oavWorld) tokens(t *testing.T) []string {
 	big := strings.Repeat("x", 64<<10)
 	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/token", oavBasic(w.clientID, w.secret), url.Values{"grant_type": {"client_credentials"}, "scope": {big}}), 413)
 	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/revoke", oavBasic(w.clientID, w.secret), url.Values{"token": {big}}), 413)
-	return []string{"requestToken 200", "requestToken 401", "requestToken 413", "requestV1Token 200", "requestV1Token 400",
-		"introspectToken 200", "revokeToken 200", "revokeToken 400", "revokeToken 413"}
+	// A token for the API's resource indicator (RFC 8707; the issuer is the
+	// server's base URL): its introspection shows aud as an array.
+	bound := oavWant(t, w.form(t, w.base, "/auth/v1/oauth/token", oavBasic(w.clientID, w.secret), url.Values{"grant_type": {"client_credentials"}, "resource": {w.base}}), 200)
+	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/introspect", oavBasic(w.clientID, w.secret), url.Values{"token": {bound.json(t)["access_token"].(string)}}), 200)
+	oavWant(t, w.form(t, w.base, "/auth/v1/oauth/token", oavBasic(w.clientID, w.secret), url.Values{"grant_type": {"client_credentials"}, "resource": {"https://other.example"}}), 400)
+	// App registration by an admin of the organization: a confidential
+	// app and a public one.
+	email := "admin-" + newID()[:8] + "@oav.test"
+	createID(t, "admin", "user", "create", "--email", email, "--password", "s3cret-pass", "--org", w.org, "--admin", "--database-url", w.dbURL)
+	signIn := swDo(t, "POST", w.base+"/auth/v1/token?grant_type=password", "", `{"email":"`+email+`","password":"s3cret-pass"}`, map[string]string{"Content-Type": "application/json"})
+	require.Equal(t, http.StatusOK, signIn.status, signIn.body)
+	admin := signIn.json(t)["access_token"].(string)
+	app := `{"organization_id":"` + w.org + `","name":"Desk","scopes":["svc:accounts:read"],"redirect_uris":["http://127.0.0.1:9/cb"]`
+	oavWant(t, w.call(t, "POST", "/auth/v1/oauth/apps", admin, app+`}`, "Content-Type", "application/json"), 201)
+	public := oavWant(t, w.call(t, "POST", "/auth/v1/oauth/apps", admin, app+`,"token_endpoint_auth_method":"none"}`, "Content-Type", "application/json"), 201)
+	require.NotContains(t, public.json(t), "client_secret")
+	return []string{"requestToken 200", "requestToken 400", "requestToken 401", "requestToken 413", "requestV1Token 200", "requestV1Token 400",
+		"introspectToken 200", "revokeToken 200", "revokeToken 400", "revokeToken 413", "registerApp 201"}
 }
 
 // feedAndWebhooks are the answers of the change feed and of the webhook
