@@ -96,6 +96,11 @@ const (
 	// CodeInvalidTarget is RFC 8707's: a resource indicator the server
 	// does not issue tokens for.
 	CodeInvalidTarget = "invalid_target"
+	// CodeInvalidRedirectURI and CodeInvalidClientMetadata are RFC 7591's
+	// (Dynamic Client Registration, section 3.2.2): a redirect URI, or
+	// another field of a client's metadata, that the server refuses.
+	CodeInvalidRedirectURI    = "invalid_redirect_uri"
+	CodeInvalidClientMetadata = "invalid_client_metadata"
 )
 
 // statuses is the one table from code to HTTP status.
@@ -132,6 +137,8 @@ var statuses = map[string]int{
 	CodeUnsupportedResponseType: http.StatusBadRequest,
 	CodeUnsupportedTokenType:    http.StatusBadRequest,
 	CodeInvalidTarget:           http.StatusBadRequest,
+	CodeInvalidRedirectURI:      http.StatusBadRequest,
+	CodeInvalidClientMetadata:   http.StatusBadRequest,
 }
 
 // Status returns the HTTP status of an error code: the one table every
@@ -467,6 +474,18 @@ func InvalidScope(format string, args ...any) *Error {
 // is not the one the grant was for.
 func InvalidTarget(format string, args ...any) *Error {
 	return New(CodeInvalidTarget, format, args...)
+}
+
+// InvalidRedirectURI is RFC 7591's 400 for a redirect URI a client may
+// not register.
+func InvalidRedirectURI(format string, args ...any) *Error {
+	return New(CodeInvalidRedirectURI, format, args...)
+}
+
+// InvalidClientMetadata is RFC 7591's 400 for client metadata, other than
+// a redirect URI, that the server refuses.
+func InvalidClientMetadata(format string, args ...any) *Error {
+	return New(CodeInvalidClientMetadata, format, args...)
 }
 
 // AccessDenied is RFC 6749's access_denied: the user or the server refused

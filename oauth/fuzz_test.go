@@ -36,3 +36,58 @@ func FuzzTokenRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzClientMetadata feeds the registration body parser and its checks any
+// body: they never panic, a refusal is always a 400 of RFC 7591's codes (or
+// invalid_request), and metadata they accept is what the server may store:
+// a name, at most 20 redirect URIs that CheckRedirectURI accepts, a known
+// authentication method, and scopes of the server.
+func FuzzClientMetadata(f *testing.F) {
+	f.Add([]byte(`{"client_name":"Agent","redirect_uris":["https://agent.example/cb"],"token_endpoint_auth_method":"none"}`))
+	f.Add([]byte(`{"client_name":"A","redirect_uris":["javascript:alert(1)"]}`))
+	f.Add([]byte(`{"client_name":"A","redirect_uris":["http://127.0.0.1:8080/cb"],"grant_types":["client_credentials"],"scope":"svc:orders:read x"}`))
+	f.Add([]byte(`{"client_name":1,"redirect_uris":"https://a.example/cb"}`))
+	f.Add([]byte(`[{"client_name":"A"}]`))
+	f.Add([]byte(`{"client_name":"A","redirect_uris":["com.example.app:/cb"],"response_types":["code","token"],"logo_uri":"https://x"} {}`))
+	f.Add([]byte(` `))
+	s := &Server{ScopesSupported: []string{"svc:orders:read", "svc:orders:write"}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := ParseClientMetadata(body)
+		if err == nil {
+			m, err = s.checkClientMetadata(m)
+		}
+		if err != nil {
+			e := apierrors.FromRequest(httptest.NewRequest("POST", "/", nil), err)
+			switch e.Code {
+			case apierrors.CodeInvalidClientMetadata, apierrors.CodeInvalidRedirectURI:
+			default:
+				t.Fatalf("refusal %q (%v) is not an RFC 7591 error", e.Code, err)
+			}
+			if e.Status != 400 {
+				t.Fatalf("refusal %v has status %d", err, e.Status)
+			}
+			return
+		}
+		if m.ClientName == "" || len(m.ClientName) > 200 {
+			t.Fatalf("accepted the name %q", m.ClientName)
+		}
+		if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > maxRegisteredRedirectURIs {
+			t.Fatalf("accepted %d redirect URIs", len(m.RedirectURIs))
+		}
+		for _, u := range m.RedirectURIs {
+			if CheckRedirectURI(u) != nil {
+				t.Fatalf("accepted the redirect URI %q", u)
+			}
+		}
+		switch m.TokenEndpointAuthMethod {
+		case "none", "client_secret_basic", "client_secret_post":
+		default:
+			t.Fatalf("accepted the method %q", m.TokenEndpointAuthMethod)
+		}
+		for _, sc := range ParseScope(m.Scope) {
+			if sc != "svc:orders:read" && sc != "svc:orders:write" {
+				t.Fatalf("accepted the scope %q", sc)
+			}
+		}
+	})
+}

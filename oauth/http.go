@@ -30,6 +30,9 @@ const (
 	PathIntrospect = "/auth/v1/oauth/introspect"
 	PathMetadata   = "/.well-known/oauth-authorization-server"
 	PathJWKS       = "/.well-known/jwks.json"
+	// PathRegister is Dynamic Client Registration (RFC 7591); PathRegister
+	// + "/{client_id}" manages a registration (RFC 7592).
+	PathRegister = "/auth/v1/oauth/register"
 	// PathConnectedApps lists an organization's connected apps; its
 	// {organization_id} wildcard names the organization.
 	PathConnectedApps = "/auth/v1/oauth/organizations/{organization_id}/connected_apps"
@@ -82,6 +85,10 @@ type Paths struct {
 	// ConnectedApps + "/{client_id}" disconnects one (DELETE). It must hold
 	// the wildcard {organization_id}.
 	ConnectedApps string
+	// Register is Dynamic Client Registration (POST); Register +
+	// "/{client_id}" reads, replaces and deletes a registration (GET, PUT,
+	// DELETE).
+	Register string
 }
 
 // WithDefaults returns p with every empty field set to its default.
@@ -95,6 +102,7 @@ func (p Paths) WithDefaults() Paths {
 		{&p.Revoke, PathRevoke}, {&p.Introspect, PathIntrospect}, {&p.Metadata, PathMetadata},
 		{&p.JWKS, PathJWKS},
 		{&p.ConnectedApps, PathConnectedApps},
+		{&p.Register, PathRegister},
 	} {
 		if *f.path == "" {
 			*f.path = f.def
@@ -111,6 +119,7 @@ func (p Paths) Check() error {
 		{"Revoke", p.Revoke}, {"Introspect", p.Introspect}, {"Metadata", p.Metadata},
 		{"JWKS", p.JWKS},
 		{"ConnectedApps", p.ConnectedApps},
+		{"Register", p.Register},
 	} {
 		if f.path != "" && !strings.HasPrefix(f.path, "/") {
 			return fmt.Errorf("oauth: Paths.%s %q is not an absolute path", f.name, f.path)
@@ -167,6 +176,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.Handle("GET "+p.ConnectedApps, s.handle(s.handleConnectedApps))
 	mux.Handle("DELETE "+p.ConnectedApps+"/{client_id}", s.handle(s.handleDisconnectApp))
 	s.mountConsent(mux, p)
+	s.mountRegistration(mux, p)
 }
 
 // ClientCredentialsHandler returns a token endpoint that takes only
@@ -531,6 +541,9 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Keys != nil && len(s.Keys.JWKS().Keys) > 0 {
 		metadata["jwks_uri"] = base + p.JWKS
+	}
+	if s.Registration != RegistrationOff {
+		metadata["registration_endpoint"] = base + p.Register
 	}
 	writeJSON(w, http.StatusOK, metadata)
 }

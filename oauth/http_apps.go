@@ -121,10 +121,15 @@ func NewAppResponse(app *App, secret string) AppResponse {
 	}
 }
 
-// authMethod is the token_endpoint_auth_method of app.
+// authMethod is the token_endpoint_auth_method of app: the one it
+// registered with, else none for a public client and client_secret_basic
+// for a confidential one (which may use client_secret_post as well).
 func authMethod(app *App) string {
-	if app.Public {
+	switch {
+	case app.Public:
 		return "none"
+	case app.TokenEndpointAuthMethod != "":
+		return app.TokenEndpointAuthMethod
 	}
 	return "client_secret_basic"
 }

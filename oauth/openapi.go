@@ -33,6 +33,10 @@ const (
 	oaSchemeOAuth2      = "oauth2"
 	oaSchemeUserToken   = "userToken"
 	oaSchemeClientBasic = "clientBasic"
+	// oaSchemeRegistration is the Bearer token of Dynamic Client
+	// Registration: an initial access token, or a registration access
+	// token.
+	oaSchemeRegistration = "registrationToken"
 	tagOAuth            = "OAuth"
 )
 
@@ -63,6 +67,7 @@ func (s *Server) OpenAPI() *openapi.Document {
 	s.oaAppPaths(d, p, shared)
 	oaClientPaths(d, p, shared)
 	s.oaPublicPaths(d, p, shared)
+	s.oaRegistrationPaths(d, p, shared)
 	return d
 }
 
@@ -389,6 +394,10 @@ func (s *Server) oaSecuritySchemes() map[string]*openapi.SecurityScheme {
 			Type: "http", Scheme: "bearer", BearerFormat: "JWT",
 			Description: "A product user token from `POST " + p.UserToken + "?grant_type=password`: a JWT without `oauth_client_id`. App registration and secret rotation take it; the resource API answers it with 403 `invalid_token_type`.",
 		},
+		oaSchemeRegistration: {
+			Type: "http", Scheme: "bearer",
+			Description: "Dynamic Client Registration's Bearer tokens: an initial access token (from the server's operator) to register a client when registration needs one, and the registration access token the registration answered, to read, update or delete that registration.",
+		},
 		oaSchemeClientBasic: {
 			Type: "http", Scheme: "basic",
 			Description: "Client authentication by HTTP Basic with the client id and secret, each form-urlencoded before base64 (RFC 6749 section 2.3.1). A client may instead send `client_id` and `client_secret` in the body, but not both ways at once.",
@@ -430,6 +439,7 @@ func (s *Server) oaSchemas() map[string]*openapi.Schema {
 	schemas := s.oaGrantSchemas()
 	maps.Copy(schemas, oaAppSchemas())
 	maps.Copy(schemas, oaTokenInfoSchemas())
+	maps.Copy(schemas, oaRegistrationSchemas())
 	return schemas
 }
 
@@ -611,7 +621,8 @@ func oaTokenInfoSchemas() map[string]*openapi.Schema {
 		openapi.Prop("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`, and `none` for public clients (their `client_id` alone, with PKCE).")),
 		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`, and `none` for public clients, which revoke their own tokens by `client_id`.")),
 		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		openapi.Prop("jwks_uri", uri("The JSON Web Key Set of the public signing keys; only when tokens are signed with ES256 or EdDSA.")))
+		openapi.Prop("jwks_uri", uri("The JSON Web Key Set of the public signing keys; only when tokens are signed with ES256 or EdDSA.")),
+		openapi.Prop("registration_endpoint", uri("The Dynamic Client Registration endpoint (RFC 7591); only when the server offers registration.")))
 	metadata.Description = "RFC 8414 authorization server metadata."
 	str := func(description string) *openapi.Schema {
 		return &openapi.Schema{Type: "string", Description: description}

@@ -23,6 +23,7 @@ var otherPaths = oauth.Paths{
 	Revoke: "/oauth2/revoke", Introspect: "/oauth2/introspect", Metadata: "/oauth2/.well-known/oauth-authorization-server",
 	JWKS:          "/oauth2/.well-known/jwks.json",
 	ConnectedApps: "/oauth2/orgs/{organization_id}/apps",
+	Register:      "/oauth2/register",
 }
 
 func TestPathsDefaults(t *testing.T) {
@@ -34,6 +35,7 @@ func TestPathsDefaults(t *testing.T) {
 		Revoke: oauth.PathRevoke, Introspect: oauth.PathIntrospect, Metadata: oauth.PathMetadata,
 		JWKS:          oauth.PathJWKS,
 		ConnectedApps: oauth.PathConnectedApps,
+		Register:      oauth.PathRegister,
 	}, p)
 }
 
@@ -65,7 +67,7 @@ func TestOpenAPISection(t *testing.T) {
 					if op == nil {
 						continue
 					}
-					method := []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete}[i]
+					method := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}[i]
 					documented[method+" "+path] = op.OperationID
 					concrete := strings.NewReplacer("{client_id}", "c", "{organization_id}", "o").Replace(path)
 					_, pattern := mux.Handler(httptest.NewRequest(method, concrete, nil))
@@ -80,6 +82,10 @@ func TestOpenAPISection(t *testing.T) {
 				"GET " + p.Authorize: "authorize", "GET " + p.JWKS: "getJSONWebKeySet",
 				"GET " + p.ConnectedApps:                     "listConnectedApps",
 				"DELETE " + p.ConnectedApps + "/{client_id}": "disconnectApp",
+				"POST " + p.Register:                         "registerClient",
+				"GET " + p.Register + "/{client_id}":         "readClientRegistration",
+				"PUT " + p.Register + "/{client_id}":         "updateClientRegistration",
+				"DELETE " + p.Register + "/{client_id}":      "deleteClientRegistration",
 			}, documented, "every endpoint but the sign-in and consent pages")
 
 			raw, err := openapi.Marshal(doc)

@@ -94,6 +94,12 @@ type Server struct {
 	// other resource, or more than one, is refused with invalid_target;
 	// empty refuses every resource parameter.
 	Resources []string
+	// Registration says who may register clients through Dynamic Client
+	// Registration (RFC 7591) at Paths.Register: nobody (RegistrationOff,
+	// the zero value), holders of an initial access token, or anyone. The
+	// Store must implement RegistrationStore for the other two. See
+	// RegisterClient.
+	Registration RegistrationMode
 }
 
 // checkResource returns the resource indicator a request named, "" for
@@ -255,6 +261,9 @@ func (s *Server) app(ctx context.Context, clientID string) (*App, error) {
 func (s *Server) ClientCredentials(ctx context.Context, app *App, scope, resource string) (*Token, error) {
 	if app.Public {
 		return nil, apierrors.UnauthorizedClient("a public client may not use the client-credentials grant: it has no secret to prove who asks")
+	}
+	if len(app.RegistrationTokenHash) > 0 {
+		return nil, apierrors.UnauthorizedClient("a dynamically registered client may not use the client-credentials grant: it belongs to no organization, and acts only for the users who approve it")
 	}
 	if app.BranchIDs == nil {
 		return nil, apierrors.UnauthorizedClient("the app has no branch list, so it may not use the client-credentials grant")

@@ -51,6 +51,19 @@ type App struct {
 	// only the authorization-code grant (with PKCE, as every client) and
 	// refresh.
 	Public bool
+	// RegistrationTokenHash is the SHA-256 of the registration access
+	// token of a client that registered itself through Dynamic Client
+	// Registration (RFC 7591), which manages its registration (RFC 7592);
+	// empty for an app registered otherwise. Such a client belongs to no
+	// organization (OrganizationID is empty) and may use only the
+	// authorization-code grant and refresh.
+	RegistrationTokenHash []byte
+	// TokenEndpointAuthMethod is the token_endpoint_auth_method a
+	// dynamically registered client chose (none, client_secret_basic or
+	// client_secret_post); empty for other apps. Either secret method
+	// works for every confidential client: it is kept to answer the
+	// client's registration as it was made.
+	TokenEndpointAuthMethod string
 	// CreatedAt is when the app was registered.
 	CreatedAt time.Time
 }

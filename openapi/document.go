@@ -68,14 +68,15 @@ type PathItem struct {
 	Parameters []*Parameter `json:"parameters,omitempty"`
 	Get        *Operation   `json:"get,omitempty"`
 	Post       *Operation   `json:"post,omitempty"`
+	Put        *Operation   `json:"put,omitempty"`
 	Patch      *Operation   `json:"patch,omitempty"`
 	Delete     *Operation   `json:"delete,omitempty"`
 }
 
 // Operations returns the operations of the item in the order GET, POST,
-// PATCH, DELETE; a method the item has not is nil.
+// PUT, PATCH, DELETE; a method the item has not is nil.
 func (p *PathItem) Operations() []*Operation {
-	return []*Operation{p.Get, p.Post, p.Patch, p.Delete}
+	return []*Operation{p.Get, p.Post, p.Put, p.Patch, p.Delete}
 }
 
 // SecurityRequirement names security schemes and the scopes each needs;

@@ -99,6 +99,15 @@ func testApps(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		require.NoError(t, err)
 		assertApp(t, want, got)
 	})
+	t.Run("a dynamically registered client", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		want := registeredApp()
+		require.NoError(t, s.CreateApp(t.Context(), want))
+		got, err := s.App(t.Context(), want.ClientID)
+		require.NoError(t, err)
+		assertApp(t, want, got)
+	})
 	t.Run("duplicate client id", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -505,6 +514,11 @@ func assertApp(t *testing.T, want, got *oauth.App) {
 		assert.Equal(t, want.SecretHash, got.SecretHash, "SecretHash")
 	}
 	assert.Equal(t, want.Public, got.Public, "Public")
+	assert.Equal(t, len(want.RegistrationTokenHash) == 0, len(got.RegistrationTokenHash) == 0, "an empty RegistrationTokenHash")
+	if len(want.RegistrationTokenHash) > 0 {
+		assert.Equal(t, want.RegistrationTokenHash, got.RegistrationTokenHash, "RegistrationTokenHash")
+	}
+	assert.Equal(t, want.TokenEndpointAuthMethod, got.TokenEndpointAuthMethod, "TokenEndpointAuthMethod")
 	assertTime(t, want.CreatedAt, got.CreatedAt, "CreatedAt")
 }
 

@@ -40,9 +40,11 @@ func findApp(ctx context.Context, tx *tx, clientID string) (*oauth.App, error) {
 	a := &oauth.App{ClientID: clientID}
 	var created nullTime
 	err := tx.QueryRowContext(ctx, `
-		SELECT id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at, public
+		SELECT id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at, public,
+			registration_token_hash, token_endpoint_auth_method
 		FROM oauth_apps WHERE client_id = $1`, clientID,
-	).Scan(&a.ID, &a.Name, &a.OrganizationID, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created, &a.Public)
+	).Scan(&a.ID, &a.Name, &a.OrganizationID, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created, &a.Public,
+		&a.RegistrationTokenHash, &a.TokenEndpointAuthMethod)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlstore: app %q: %w", clientID, oauth.ErrNotFound)
 	}
@@ -53,14 +55,24 @@ func findApp(ctx context.Context, tx *tx, clientID string) (*oauth.App, error) {
 	return a, nil
 }
 
+// nullBytes returns b as a statement argument, NULL when it is empty.
+func nullBytes(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
 // insertApp inserts the app. It returns the driver's error on a unique
 // violation, for the caller to map.
 func insertApp(ctx context.Context, tx *tx, a *oauth.App) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO oauth_apps (id, client_id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at, public)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		INSERT INTO oauth_apps (id, client_id, name, organization_id, scopes, branch_ids, redirect_uris, secret_hash, created_at, public,
+			registration_token_hash, token_endpoint_auth_method)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		a.ID, a.ClientID, a.Name, a.OrganizationID, listArg(a.Scopes), listArg(a.BranchIDs),
 		listArg(a.RedirectURIs), bytesArg(a.SecretHash), tx.timeArg(a.CreatedAt), a.Public,
+		nullBytes(a.RegistrationTokenHash), a.TokenEndpointAuthMethod,
 	)
 	if err != nil {
 		return fmt.Errorf("sqlstore: insert app: %w", err)
@@ -71,17 +83,7 @@ func insertApp(ctx context.Context, tx *tx, a *oauth.App) error {
 // updateSecretHash sets the app's secret hash.
 func updateSecretHash(ctx context.Context, tx *tx, clientID string, hash []byte) error {
 	res, err := tx.ExecContext(ctx, `UPDATE oauth_apps SET secret_hash = $1 WHERE client_id = $2`, bytesArg(hash), clientID)
-	if err != nil {
-		return fmt.Errorf("sqlstore: set secret hash: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlstore: set secret hash: %w", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("sqlstore: app %q: %w", clientID, oauth.ErrNotFound)
-	}
-	return nil
+	return oneRow(res, err, "set secret hash", clientID)
 }
 
 // RevokeClientFamilies revokes, at now, every unrevoked refresh token

@@ -20,7 +20,8 @@ var (
 // first. Their lists are never nil.
 func (s *Store) OrganizationApps(ctx context.Context, organizationID string) ([]*oauth.App, error) {
 	rows, err := s.db.QueryContext(ctx, `
-		SELECT id, client_id, name, scopes, branch_ids, redirect_uris, secret_hash, created_at, public
+		SELECT id, client_id, name, scopes, branch_ids, redirect_uris, secret_hash, created_at, public,
+			registration_token_hash, token_endpoint_auth_method
 		FROM oauth_apps WHERE organization_id = $1 ORDER BY created_at, client_id`, organizationID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: organization apps: %w", err)
@@ -30,7 +31,8 @@ func (s *Store) OrganizationApps(ctx context.Context, organizationID string) ([]
 	for rows.Next() {
 		a := &oauth.App{OrganizationID: organizationID}
 		var created nullTime
-		if err := rows.Scan(&a.ID, &a.ClientID, &a.Name, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created, &a.Public); err != nil {
+		if err := rows.Scan(&a.ID, &a.ClientID, &a.Name, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created, &a.Public,
+			&a.RegistrationTokenHash, &a.TokenEndpointAuthMethod); err != nil {
 			return nil, fmt.Errorf("sqlstore: organization apps: %w", err)
 		}
 		a.CreatedAt = created.Time

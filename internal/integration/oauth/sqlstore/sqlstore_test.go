@@ -88,6 +88,17 @@ func TestConnectedAppStoreConformance(t *testing.T) {
 	}
 }
 
+func TestRegistrationStoreConformance(t *testing.T) {
+	for _, dc := range dialects {
+		t.Run(dc.name, func(t *testing.T) {
+			t.Parallel()
+			oauthtest.TestRegistrationStore(t, func(t *testing.T) oauth.Store {
+				return newStore(t, dc.open(t), dc.dialect)
+			})
+		})
+	}
+}
+
 func TestMigrateTwice(t *testing.T) {
 	for _, dc := range dialects {
 		t.Run(dc.name, func(t *testing.T) {
