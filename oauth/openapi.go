@@ -37,7 +37,7 @@ const (
 	// Registration: an initial access token, or a registration access
 	// token.
 	oaSchemeRegistration = "registrationToken"
-	tagOAuth            = "OAuth"
+	tagOAuth             = "OAuth"
 )
 
 // OpenAPI returns the OpenAPI 3.1 description of the token service's
