@@ -68,6 +68,7 @@ var adminCommands = []adminCommand{
 	{"app connected", "--org ORG", func() adminCmd { return &appConnected{} }},
 	{"app disconnect", "--org ORG --client-id ID", func() adminCmd { return &appDisconnect{} }},
 	{"app set-quota", "--client-id ID (--rest-per-minute N | --default)", func() adminCmd { return &appSetQuota{} }},
+	{"registration-token create", "[--expires 24h]", func() adminCmd { return &registrationTokenCreate{} }},
 }
 
 // runAdmin is the admin command: "waybill admin GROUP ACTION [flags]", or

@@ -372,6 +372,9 @@ func TestParseServeFlags(t *testing.T) {
 		{name: "no time", args: []string{"--db-timeout", "0s"}, wantErr: "--db-timeout must be positive"},
 		{name: "event retention", args: []string{"--event-retention", "48h"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, EventRetention: 48 * time.Hour}},
 		{name: "webhooks", args: []string{"--webhook-allow-private", "--webhook-timeout", "2s"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, WebhookAllowPrivate: true, WebhookTimeout: 2 * time.Second}},
+		{name: "registration", args: []string{"--registration", "token"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, Registration: "token"}},
+		{name: "registration environment", env: map[string]string{"WAYBILL_REGISTRATION": "open"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, Registration: "open"}},
+		{name: "bad registration", args: []string{"--registration", "on"}, wantErr: `--registration must be off, token or open, not "on"`},
 		{name: "no webhook timeout", args: []string{"--webhook-timeout", "0s"}, wantErr: "--webhook-timeout must be positive"},
 		{name: "no event retention", args: []string{"--event-retention", "0s"}, wantErr: "--event-retention must be positive"},
 		{name: "bad boolean in environment", env: map[string]string{"WAYBILL_DEMO": "yes please"}, wantErr: "WAYBILL_DEMO"},
@@ -395,6 +398,9 @@ func TestParseServeFlags(t *testing.T) {
 			}
 			if tt.want.WebhookTimeout == 0 {
 				tt.want.WebhookTimeout = defaultWebhookTimeout
+			}
+			if tt.want.Registration == "" {
+				tt.want.Registration = "off"
 			}
 			assert.Equal(t, tt.want, got)
 			assert.Empty(t, help.String())

@@ -143,6 +143,7 @@ func TestOpenAPIAnswersValidate(t *testing.T) {
 			seen = append(seen, w.tokens(t)...)
 			seen = append(seen, w.feedAndWebhooks(t)...)
 			seen = append(seen, w.limited(t)...)
+			seen = append(seen, w.registration(t)...)
 			if postgres {
 				seen = append(seen, w.unavailable(t)...)
 			}
@@ -350,6 +351,34 @@ func (w *oavWorld) limited(t *testing.T) []string {
 	oavWant(t, w.send(t, base, "GET", "/v1/"+w.branch+"/quotations", auth, ""), 429)
 	oavWant(t, w.send(t, base, "GET", "/v1/"+w.org+"/events", auth, ""), 429)
 	return []string{"requestV1Token 429", "listQuotations 429", "listEvents 429"}
+}
+
+// registration is the answers of Dynamic Client Registration: 404 while
+// it is off, then on a server started with --registration token.
+func (w *oavWorld) registration(t *testing.T) []string {
+	t.Helper()
+	jsonBody := map[string]string{"Content-Type": "application/json"}
+	client := `{"client_name":"Agent","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"client_secret_post","scope":"svc:accounts:read"}`
+	oavWant(t, w.send(t, w.base, "POST", "/auth/v1/oauth/register", jsonBody, client), 404)
+	iat := adminJSON(t, "admin", "registration-token", "create", "--database-url", w.dbURL)["token"].(string)
+	base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", w.serveURL, "--registration", "token"}, env(nil))
+	defer func() { require.NoError(t, stop()) }()
+	bearer := func(token string) map[string]string {
+		return map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token}
+	}
+	oavWant(t, w.send(t, base, "POST", "/auth/v1/oauth/register", jsonBody, client), 401)
+	oavWant(t, w.send(t, base, "POST", "/auth/v1/oauth/register", bearer(iat), `{"client_name":"Agent","redirect_uris":["javascript:alert(1)"]}`), 400)
+	created := oavWant(t, w.send(t, base, "POST", "/auth/v1/oauth/register", bearer(iat), client), 201).json(t)
+	path := "/auth/v1/oauth/register" + "/" + created["client_id"].(string)
+	regToken := created["registration_access_token"].(string)
+	oavWant(t, w.send(t, base, "GET", path, bearer(regToken), ""), 200)
+	oavWant(t, w.send(t, base, "GET", path, bearer("wrong"), ""), 401)
+	update := `{"client_id":"` + created["client_id"].(string) + `","client_name":"Agent 2","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"client_secret_post"}`
+	oavWant(t, w.send(t, base, "PUT", path, bearer(regToken), update), 200)
+	oavWant(t, w.send(t, base, "PUT", path, bearer(regToken), strings.Replace(update, "client_secret_post", "none", 1)), 400)
+	oavWant(t, w.send(t, base, "DELETE", path, bearer(regToken), ""), 204)
+	return []string{"registerClient 404", "registerClient 401", "registerClient 400", "registerClient 201", "readClientRegistration 200",
+		"readClientRegistration 401", "updateClientRegistration 200", "updateClientRegistration 400", "deleteClientRegistration 204"}
 }
 
 // unavailable cuts the database: every operation that needs it answers

@@ -158,6 +158,9 @@ func limit(name string, quota int) ratelimit.Limit {
 //     account over many addresses does not escape the limit of the email.
 //     The two are decided in one step: a sign-in refused for its email is
 //     counted under neither, so it spends nothing of its address's quota.
+//     Every request to Dynamic Client Registration (registering a client,
+//     and reading, updating or deleting a registration), keyed by remote
+//     address, so that one address cannot fill the database with clients.
 //
 // Remote addresses are keyed as they are for IPv4 and by their /64 for
 // IPv6, the block a single host or subscriber is usually given (see
@@ -324,12 +327,15 @@ func (l *rateLimits) Wrap(next http.Handler, clients oauth.ClientAuthenticator) 
 	edge := l.middleware(l.edge, keyByAddr)(next)
 	token := identify(l.middleware(l.token, keyByClient)(next))
 	signIn := l.signIn(next)
+	register := l.middleware(l.token, keyByAddr)(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
 		case p == pathEdgeToken && r.Method == http.MethodPost:
 			edgeToken.ServeHTTP(w, r)
 		case strings.HasPrefix(p, edgePrefix):
 			edge.ServeHTTP(w, r)
+		case p == oauth.PathRegister || strings.HasPrefix(p, oauth.PathRegister+"/"):
+			register.ServeHTTP(w, r)
 		case r.Method != http.MethodPost:
 			next.ServeHTTP(w, r)
 		case p == oauth.PathToken || p == pathV1Token || p == oauth.PathRevoke || p == oauth.PathIntrospect:

@@ -90,6 +90,11 @@ type serveConfig struct {
 	WebhookAllowPrivate bool
 	// WebhookTimeout bounds one attempt of a webhook delivery.
 	WebhookTimeout time.Duration
+	// Registration says who may register clients through Dynamic Client
+	// Registration: "off" (the default), "token" (holders of an initial
+	// access token from "waybill admin registration-token create") or
+	// "open" (anyone).
+	Registration string
 }
 
 // parseServeFlags parses the serve command's flags from args and their
@@ -116,9 +121,13 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.DurationVar(&cfg.PurgeInterval, "purge-interval", defaultPurgeInterval, "how often expired codes, refresh tokens, revoked or ended authorizations and old consents are deleted from the database (the first time a minute after the start); 0 disables it, for \"waybill admin purge\" run by a scheduler instead")
 	fs.DurationVar(&cfg.EventRetention, "event-retention", defaultEventRetention, "how long the change feed (/v1/{scopeId}/events) keeps events; older ones go at the next purge, and a cursor from before them is answered 410 cursor_expired")
 	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints be at addresses that are not globally reachable: loopback, private, link-local and the other special-purpose ranges (refused otherwise, so that no organization reaches this server's network); for tests and private deployments")
+	fs.StringVar(&cfg.Registration, "registration", "off", "who may register OAuth clients at POST /auth/v1/oauth/register (Dynamic Client Registration, RFC 7591), `mode`: off (nobody; the endpoint answers 404), token (holders of an initial access token from \"waybill admin registration-token create\") or open (anyone, rate limited per address); registered clients get the authorization-code grant alone")
 	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", defaultWebhookTimeout, "longest one attempt of a webhook delivery may take (connecting, sending, the receiver's answer) before it counts as failed; a replica that dies mid-delivery leaves it to the others after six times this")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
+	}
+	if _, err := oauth.ParseRegistrationMode(cfg.Registration); err != nil {
+		return serveConfig{}, fmt.Errorf("serve: --registration must be off, token or open, not %q", cfg.Registration)
 	}
 	if cfg.WebhookTimeout <= 0 {
 		return serveConfig{}, fmt.Errorf("serve: --webhook-timeout must be positive, not %v", cfg.WebhookTimeout)
@@ -262,6 +271,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}
 	tokens := newOAuthServer(db, store, keys, issuer, logger)
 	tokens.RefreshMaxAge = cfg.RefreshMaxAge
+	tokens.Registration, _ = oauth.ParseRegistrationMode(cfg.Registration) // checked by parseServeFlags
 	cutoffs, err := newCutOffs(ctx, store, db, dialect, logger)
 	if err != nil {
 		_ = ln.Close()
