@@ -3,12 +3,15 @@ package oauth_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/oauth2/clientcredentials"
 	_ "modernc.org/sqlite"
@@ -89,4 +92,74 @@ func Example() {
 	}
 	fmt.Println(claims.AppName, strings.Join(claims.Scopes, " "), claims.BranchIDs)
 	// Output: Nightly Sync svc:orders:read [5c0b4f2e-0000-4000-8000-0000000000b1]
+}
+
+// Dynamic Client Registration: the operator makes an initial access token,
+// and an agent registers itself with it, as a public client (no secret)
+// that may use the authorization-code grant with PKCE. Its registration
+// access token reads the registration back (RFC 7592).
+func Example_dynamicClientRegistration() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "oauth-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := sql.Open("sqlite", filepath.Join(dir, "oauth.db")+"?_pragma=foreign_keys(1)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	store := sqlstore.New(db, query.SQLite) // it implements oauth.RegistrationStore
+	if err := store.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	srv := &oauth.Server{
+		Store: store, Directory: users{},
+		Registration:    oauth.RegistrationToken,
+		ScopesSupported: []string{"svc:orders:read", "svc:orders:write"},
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	srv.Issuer = ts.URL
+	initial, _, err := srv.CreateInitialAccessToken(ctx, 24*time.Hour) // "waybill admin registration-token create"
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	send := func(method, url, token, body string) map[string]any {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			log.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.StatusCode)
+		return out
+	}
+	client := send(http.MethodPost, ts.URL+oauth.PathRegister, initial, `{
+		"client_name": "Route Agent",
+		"redirect_uris": ["http://127.0.0.1:7777/callback"],
+		"token_endpoint_auth_method": "none",
+		"scope": "svc:orders:read"}`)
+	_, hasSecret := client["client_secret"]
+	fmt.Println(client["token_endpoint_auth_method"], client["grant_types"], hasSecret)
+
+	read := send(http.MethodGet, client["registration_client_uri"].(string), client["registration_access_token"].(string), "")
+	fmt.Println(read["client_name"], read["scope"])
+	// Output:
+	// 201
+	// none [authorization_code refresh_token] false
+	// 200
+	// Route Agent svc:orders:read
 }
