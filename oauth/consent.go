@@ -503,6 +503,9 @@ func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, app *App,
 	}
 	for _, sc := range scopes {
 		line := scopeLine{Name: sc, Description: describe(sc)}
+		if line.Description == sc && slices.Contains(identityScopes, sc) {
+			line.Description = DescribeScope(sc) // a host's DescribeScope need not know them
+		}
 		if line.Description == sc {
 			line.Description = ""
 		}

@@ -376,3 +376,18 @@ func TestOpenIDDiscovery(t *testing.T) {
 		}
 	})
 }
+
+// The consent page puts the identity scopes in words, also when the
+// host's DescribeScope does not know them.
+func TestConsentIdentityScopes(t *testing.T) {
+	f := newConsentFixture(t, withAlg(t, bearer.ES256), func(s *Server) { s.DescribeScope = func(sc string) string { return sc } })
+	c := f.client(t)
+	req := oidcRequest("openid profile email svc:orders:read")
+	f.signIn(t, c, "alice@example.com", consentPassword, "")
+	p := f.get(t, c, defaultPaths.authorizeURL(req))
+	require.Equal(t, http.StatusOK, p.StatusCode, p.body)
+	for _, words := range []string{"Know who you are", "See your name", "See your email address"} {
+		assert.Contains(t, p.body, words)
+	}
+	assert.Equal(t, req.Nonce, fieldOf(t, p, "nonce"))
+}
