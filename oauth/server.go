@@ -606,6 +606,12 @@ func (r AuthorizationRequest) values() url.Values {
 // nil app must be shown to the user and never redirected (unknown client,
 // redirect URI that does not match exactly); a failure with an app goes
 // back to the redirect URI as error and error_description.
+//
+// The scopes must be the app's, or, on a server that speaks OpenID
+// Connect (OpenID), the identity scopes openid, profile and email, which
+// every app may ask for; with HS256 openid is invalid_scope. A nonce
+// longer than 512 bytes, prompt=none with another prompt value, and a
+// max_age that is not a number of seconds are invalid_request.
 func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest) (*App, []string, error) {
 	if r.ClientID == "" {
 		return nil, nil, apierrors.InvalidRequest("client_id is required")
