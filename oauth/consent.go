@@ -112,7 +112,11 @@ func (s *Server) mountConsent(mux *http.ServeMux, p Paths) {
 // handleAuthorize is GET Paths.Authorize (RFC 6749 section 4.1.1
 // with PKCE). A valid request from a signed-in browser gets the consent
 // page; one without a session goes to the sign-in page first, and comes
-// back here after it.
+// back here after it. So does one whose prompt holds login, or whose
+// session is older than its max_age: it comes back without them (see
+// AuthorizationRequest.afterSignIn), so it cannot loop. prompt=none shows
+// no page: login_required where a sign-in is needed, consent_required
+// otherwise, since consent is asked at every authorization.
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	req := authorizationRequestFrom(r.URL.Query())
 	app, scopes, err := s.CheckAuthorization(r.Context(), req)
@@ -121,12 +125,24 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, ok := s.sessionFrom(r)
-	if !ok {
-		p := s.paths()
-		s.redirectLocal(w, p.loginURL(p.authorizeURL(req)))
-		return
+	if ok && s.needsSignIn(req, sess) {
+		ok = false
 	}
-	s.renderConsent(w, r, app, req, scopes, sess)
+	switch {
+	case !ok && req.hasPrompt("none"):
+		s.redirectToClient(w, req, url.Values{
+			"error": {codeLoginRequired}, "error_description": {"the user must sign in, and prompt=none allows no page"},
+		}, http.StatusFound)
+	case !ok:
+		p := s.paths()
+		s.redirectLocal(w, p.loginURL(p.authorizeURL(req.afterSignIn())))
+	case req.hasPrompt("none"):
+		s.redirectToClient(w, req, url.Values{
+			"error": {codeConsentRequired}, "error_description": {"the user must approve every authorization, and prompt=none allows no page"},
+		}, http.StatusFound)
+	default:
+		s.renderConsent(w, r, app, req, scopes, sess)
+	}
 }
 
 // handleLogin is GET and POST Paths.Login, the product sign-in form.
@@ -244,6 +260,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 			})
 			return
 		}
+		req.AuthTime = sess.authTime()
 		code, err := s.IssueCode(r.Context(), app, req, scopes, sess.UserID, org)
 		if err != nil {
 			s.internalError(w, r, "issue code", err)
@@ -478,7 +495,7 @@ func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, app *App,
 	p := s.paths()
 	page := consentPage{
 		Title: "Allow " + app.Name, Action: p.Consent, AppName: app.Name, Email: sess.Email,
-		SwitchUser: p.loginURL(p.authorizeURL(req)), RedirectHost: redirectHost(req.RedirectURI),
+		SwitchUser: p.loginURL(p.authorizeURL(req.afterSignIn())), RedirectHost: redirectHost(req.RedirectURI),
 		Organizations: memberships, CSRF: s.consentCSRF(sess),
 	}
 	if len(memberships) == 0 {
@@ -486,6 +503,9 @@ func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, app *App,
 	}
 	for _, sc := range scopes {
 		line := scopeLine{Name: sc, Description: describe(sc)}
+		if line.Description == sc && slices.Contains(identityScopes, sc) {
+			line.Description = DescribeScope(sc) // a host's DescribeScope need not know them
+		}
 		if line.Description == sc {
 			line.Description = ""
 		}

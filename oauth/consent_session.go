@@ -22,11 +22,25 @@ type session struct {
 	Expires int64 `json:"e"`
 	// Nonce is random per sign-in; the consent form's CSRF token is its HMAC.
 	Nonce string `json:"n"`
+	// AuthTime is the Unix time of the sign-in (OpenID Connect's
+	// auth_time); 0 in a cookie set before it was recorded (see authTime).
+	AuthTime int64 `json:"t,omitempty"`
 }
 
-// newSession starts a session for user.
+// newSession starts a session for user, signed in now.
 func (s *Server) newSession(user User) session {
-	return session{UserID: user.ID, Email: user.Email, Expires: s.now().Add(sessionTTL).Unix(), Nonce: NewSecret()}
+	now := s.now()
+	return session{UserID: user.ID, Email: user.Email, Expires: now.Add(sessionTTL).Unix(), Nonce: NewSecret(), AuthTime: now.Unix()}
+}
+
+// authTime is when the user signed in to sess. A cookie set before the
+// sign-in time was recorded counts as signed in when it was set: sessionTTL
+// before it expires.
+func (sess session) authTime() time.Time {
+	if sess.AuthTime != 0 {
+		return time.Unix(sess.AuthTime, 0).UTC()
+	}
+	return time.Unix(sess.Expires, 0).Add(-sessionTTL).UTC()
 }
 
 // mac returns the HMAC-SHA256 of msg under the key derived for purpose.
@@ -39,7 +53,7 @@ func (s *Server) mac(purpose, msg string) []byte {
 // sealSession encodes sess as a cookie value: base64url(JSON) "."
 // base64url(HMAC of the first part).
 func (s *Server) sealSession(sess session) string {
-	payload, _ := json.Marshal(sess) // four strings and an int cannot fail
+	payload, _ := json.Marshal(sess) // strings and ints cannot fail
 	p := base64.RawURLEncoding.EncodeToString(payload)
 	return p + "." + base64.RawURLEncoding.EncodeToString(s.mac("session", p))
 }

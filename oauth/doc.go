@@ -29,6 +29,16 @@
 //		Families: store} // refuse the tokens of revoked authorizations at once
 //	claims, err := v.Verify(ctx, bearerToken) // 401 invalid_token on any failure
 //
+// OpenID Connect: a Server whose KeySet signs with ES256 or EdDSA
+// (Server.OpenID) speaks OpenID Connect Core in the authorization-code
+// flow: every app may ask for the scopes openid, profile and email; a code
+// exchange with openid answers an id token (signed with the current key,
+// aud the client_id, with the request's nonce, auth_time and at_hash, and
+// email and name from a Directory that is also a UserLookup); prompt and
+// max_age are honored; the discovery document (Paths.OpenIDConfiguration)
+// and UserInfo (Paths.UserInfo) are served. With HS256 openid is refused
+// (invalid_scope) and both answer 404.
+//
 // Server.OpenAPI describes the endpoints, as they are set up, as an OpenAPI
 // 3.1 section (package openapi) that the host merges into the document it
 // serves (resource.OpenAPIInfo.Sections does).

@@ -110,3 +110,50 @@ func ExampleServer_OpenAPI() {
 	// requestToken requestV1Token
 	// expires_in [900]
 }
+
+// A host turns OpenID Connect on by signing with a public key (ES256 or
+// EdDSA): relying parties then discover the provider at the issuer's
+// /.well-known/openid-configuration, every app may ask for openid,
+// profile and email, and a code exchange with openid answers an id token
+// that verifies against the JSON Web Key Set. A Directory that is also a
+// UserLookup gives the id token and UserInfo the user's email and name.
+// With an HS256 key the discovery document is 404 and openid is refused.
+func ExampleServer_OpenID() {
+	key, err := bearer.GenerateKeyFor(bearer.EdDSA)
+	if err != nil {
+		log.Fatal(err)
+	}
+	keys, err := bearer.NewKeySet(key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &oauth.Server{Issuer: "https://tms.example.com", Keys: keys}
+	fmt.Println(srv.OpenID())
+
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.PathOpenIDConfiguration, nil))
+	var discovery struct {
+		UserInfo string   `json:"userinfo_endpoint"`
+		Algs     []string `json:"id_token_signing_alg_values_supported"`
+		Scopes   []string `json:"scopes_supported"`
+	}
+	if err := json.NewDecoder(rec.Body).Decode(&discovery); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(discovery.UserInfo)
+	fmt.Println(discovery.Algs, discovery.Scopes)
+
+	secret, err := bearer.NewKeySet(bearer.SecretKey([]byte("a shared secret of 32 bytes or more")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv.Keys = secret
+	rec = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.PathOpenIDConfiguration, nil))
+	fmt.Println(srv.OpenID(), rec.Code)
+	// Output:
+	// true
+	// https://tms.example.com/auth/v1/oauth/userinfo
+	// [EdDSA] [openid profile email]
+	// false 404
+}

@@ -33,6 +33,10 @@ const (
 	// PathRegister is Dynamic Client Registration (RFC 7591); PathRegister
 	// + "/{client_id}" manages a registration (RFC 7592).
 	PathRegister = "/auth/v1/oauth/register"
+	// PathOpenIDConfiguration is the OpenID Connect discovery document.
+	PathOpenIDConfiguration = "/.well-known/openid-configuration"
+	// PathUserInfo is the OpenID Connect UserInfo endpoint.
+	PathUserInfo = "/auth/v1/oauth/userinfo"
 	// PathConnectedApps lists an organization's connected apps; its
 	// {organization_id} wildcard names the organization.
 	PathConnectedApps = "/auth/v1/oauth/organizations/{organization_id}/connected_apps"
@@ -89,6 +93,12 @@ type Paths struct {
 	// "/{client_id}" reads, replaces and deletes a registration (GET, PUT,
 	// DELETE).
 	Register string
+	// OpenIDConfiguration is the OpenID Connect discovery document (GET),
+	// which relying parties find at the issuer's
+	// /.well-known/openid-configuration.
+	OpenIDConfiguration string
+	// UserInfo is the OpenID Connect UserInfo endpoint (GET and POST).
+	UserInfo string
 }
 
 // WithDefaults returns p with every empty field set to its default.
@@ -103,6 +113,7 @@ func (p Paths) WithDefaults() Paths {
 		{&p.JWKS, PathJWKS},
 		{&p.ConnectedApps, PathConnectedApps},
 		{&p.Register, PathRegister},
+		{&p.OpenIDConfiguration, PathOpenIDConfiguration}, {&p.UserInfo, PathUserInfo},
 	} {
 		if *f.path == "" {
 			*f.path = f.def
@@ -120,6 +131,7 @@ func (p Paths) Check() error {
 		{"JWKS", p.JWKS},
 		{"ConnectedApps", p.ConnectedApps},
 		{"Register", p.Register},
+		{"OpenIDConfiguration", p.OpenIDConfiguration}, {"UserInfo", p.UserInfo},
 	} {
 		if f.path != "" && !strings.HasPrefix(f.path, "/") {
 			return fmt.Errorf("oauth: Paths.%s %q is not an absolute path", f.name, f.path)
@@ -175,6 +187,9 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.Handle("GET "+p.JWKS, s.handle(s.handleJWKS))
 	mux.Handle("GET "+p.ConnectedApps, s.handle(s.handleConnectedApps))
 	mux.Handle("DELETE "+p.ConnectedApps+"/{client_id}", s.handle(s.handleDisconnectApp))
+	mux.Handle("GET "+p.OpenIDConfiguration, s.handle(s.handleOpenIDConfiguration))
+	mux.Handle("GET "+p.UserInfo, s.handle(s.handleUserInfo))
+	mux.Handle("POST "+p.UserInfo, s.handle(s.handleUserInfo))
 	s.mountConsent(mux, p)
 	s.mountRegistration(mux, p)
 }
@@ -277,8 +292,9 @@ func tokenResponse(t *Token) any {
 		ExpiresIn    int    `json:"expires_in"`
 		RefreshToken string `json:"refresh_token,omitempty"`
 		Scope        string `json:"scope"`
+		IDToken      string `json:"id_token,omitempty"`
 	}
-	b := base{t.AccessToken, t.TokenType, t.ExpiresIn, t.RefreshToken, formatScope(t.Scopes)}
+	b := base{t.AccessToken, t.TokenType, t.ExpiresIn, t.RefreshToken, formatScope(t.Scopes), t.IDToken}
 	if t.Claims.ClientCredentials() {
 		return struct {
 			base
@@ -518,34 +534,11 @@ func (s *Server) introspect(r *http.Request) (*introspection, error) {
 	}, nil
 }
 
-// handleMetadata is the RFC 8414 authorization server metadata.
-func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
-	base, p := strings.TrimSuffix(s.Issuer, "/"), s.paths()
-	metadata := map[string]any{
-		"issuer":                                         s.Issuer,
-		"authorization_endpoint":                         base + p.Authorize,
-		"token_endpoint":                                 base + p.Token,
-		"revocation_endpoint":                            base + p.Revoke,
-		"introspection_endpoint":                         base + p.Introspect,
-		"response_types_supported":                       []string{"code"},
-		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token", "client_credentials"},
-		"code_challenge_methods_supported":               []string{"S256"},
-		"authorization_response_iss_parameter_supported": true,
-		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "none"},
-		"revocation_endpoint_auth_methods_supported":     []string{"client_secret_basic", "client_secret_post", "none"},
-		"introspection_endpoint_auth_methods_supported":  []string{"client_secret_basic", "client_secret_post"},
-	}
-	if len(s.ScopesSupported) > 0 {
-		metadata["scopes_supported"] = s.ScopesSupported
-	}
-	if s.Keys != nil && len(s.Keys.JWKS().Keys) > 0 {
-		metadata["jwks_uri"] = base + p.JWKS
-	}
-	if s.Registration != RegistrationOff {
-		metadata["registration_endpoint"] = base + p.Register
-	}
-	writeJSON(w, http.StatusOK, metadata)
+// handleMetadata is the RFC 8414 authorization server metadata; on a
+// server that speaks OpenID Connect it is the discovery document too (see
+// metadata).
+func (s *Server) handleMetadata(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.metadata())
 }
 
 // jwksMaxAge is how long clients may cache the JWKS: a new signing key is

@@ -43,7 +43,8 @@ const (
 // OpenAPI returns the OpenAPI 3.1 description of the token service's
 // endpoints at its Paths: the token endpoint and its grants, user sign-in,
 // app registration and secret rotation, connected apps, revocation,
-// introspection, the metadata and the authorization endpoint, under the tag "OAuth", with the
+// introspection, the metadata, the authorization endpoint, and OpenID
+// Connect's discovery document and UserInfo, under the tag "OAuth", with the
 // schemas, responses, headers and security schemes they use. Its info and
 // server are the service's; a host merges it into its own document with
 // openapi.Document.Merge (or resource.OpenAPIInfo.Sections). Each call
@@ -59,7 +60,8 @@ func (s *Server) OpenAPI() *openapi.Document {
 	shared := oaShared(d)
 	d.Tags = append(d.Tags, openapi.Tag{Name: tagOAuth, Description: "The OAuth 2.1 token service that issues the API's access tokens: " +
 		"the authorization-code grant with PKCE (S256) and a server-rendered sign-in and consent page, rotating refresh tokens, client credentials, " +
-		"app registration and secret rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414 metadata. " +
+		"app registration and secret rotation, RFC 7009 revocation, RFC 7662 introspection and RFC 8414 metadata, " +
+		"and OpenID Connect (id tokens, discovery and UserInfo) when tokens are signed with ES256 or EdDSA. " +
 		"Token requests are `application/x-www-form-urlencoded` or `application/json`; clients authenticate by HTTP Basic or `client_id` and `client_secret` in the body. " +
 		"Errors follow RFC 6749 section 5.2 in the shape of `Error`."})
 
@@ -251,6 +253,8 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 		Security: []openapi.SecurityRequirement{},
 	}}
 
+	s.oaOpenIDPaths(d, p, shared)
+
 	redirect := func(description string) *openapi.Header {
 		return &openapi.Header{Description: description, Required: true, Schema: &openapi.Schema{Type: "string", Format: "uri-reference"}}
 	}
@@ -267,19 +271,68 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 			{Name: "response_type", In: "query", Required: true, Description: "`code`.", Schema: &openapi.Schema{Type: "string", Enum: []any{"code"}}},
 			{Name: "code_challenge", In: "query", Required: true, Description: "The base64url SHA-256 of the PKCE verifier (43 characters).", Schema: &openapi.Schema{Type: "string", Pattern: `^[A-Za-z0-9_-]{43}$`}},
 			{Name: "code_challenge_method", In: "query", Required: true, Description: "`S256`; `plain` is refused.", Schema: &openapi.Schema{Type: "string", Enum: []any{"S256"}}},
-			{Name: "scope", In: "query", Required: true, Description: "Space-separated scopes, a subset of the app's.", Schema: &openapi.Schema{Type: "string"}},
+			{Name: "scope", In: "query", Required: true, Description: "Space-separated scopes, a subset of the app's. On a server that signs with ES256 or EdDSA every app may also ask for the OpenID Connect scopes `openid` (an id token), `profile` and `email`; with HS256 `openid` is `invalid_scope`.", Schema: &openapi.Schema{Type: "string"}},
 			{Name: "state", In: "query", Description: "Opaque; returned with the redirect.", Schema: &openapi.Schema{Type: "string"}},
 			oaResourceParam(),
+			{Name: "nonce", In: "query", Description: "OpenID Connect: an opaque value, kept with the code and returned in the id token's `nonce`; at most " + strconv.Itoa(maxNonceLength) + " bytes.",
+				Schema: &openapi.Schema{Type: "string", MaxLength: openapi.Ptr(maxNonceLength)}},
+			{Name: "prompt", In: "query", Description: "OpenID Connect, space-separated: `none` shows no page (an error `login_required` without a session, else `consent_required`, since consent is asked at every authorization) and goes alone; " +
+				"`login` asks the user to sign in again; `consent` and `select_account` are what the consent page always does. Other values are ignored.", Schema: &openapi.Schema{Type: "string"}},
+			{Name: "max_age", In: "query", Description: "OpenID Connect: the most seconds since the user signed in; an older sign-in is done again (`0` always). The id token's `auth_time` tells when it was.",
+				Schema: &openapi.Schema{Type: "integer", Format: "int64", Minimum: openapi.Ptr(0.0)}},
 		},
 		Responses: map[string]*openapi.Response{
 			"200": {Description: "The consent page.", Content: html},
-			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`.", Headers: map[string]*openapi.Header{"Location": redirect("`redirect_uri` with the error parameters.")}},
-			"303": {Description: "No session: to the sign-in page, which returns here.", Headers: map[string]*openapi.Header{"Location": redirect("The sign-in page.")}},
+			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`; with `prompt=none`, `login_required` or `consent_required`.", Headers: map[string]*openapi.Header{"Location": redirect("`redirect_uri` with the error parameters.")}},
+			"303": {Description: "No session, `prompt=login`, or a sign-in older than `max_age`: to the sign-in page, which returns here.", Headers: map[string]*openapi.Header{"Location": redirect("The sign-in page.")}},
 			"400": {Description: "An error page: an unknown `client_id`, or a `redirect_uri` that is missing or not registered.", Content: html},
 			"500": {Description: "An error page: the server failed.", Content: html},
 		},
 		Security: []openapi.SecurityRequirement{},
 	}}
+}
+
+// oaOpenIDPaths describes the OpenID Connect discovery document and the
+// UserInfo endpoint in d.
+func (s *Server) oaOpenIDPaths(d *openapi.Document, p Paths, shared func(string, func() *openapi.Response) *openapi.Response) {
+	const notOpenID = "this server signs tokens with a shared secret (HS256) and does not speak OpenID Connect"
+	scopes := []string{}
+	if s.OpenID() {
+		scopes = []string{ScopeOpenID} // declared by the flow only then (oaSecuritySchemes)
+	}
+	d.Paths[p.OpenIDConfiguration] = &openapi.PathItem{Get: &openapi.Operation{
+		Tags: []string{tagOAuth}, Summary: "Get the OpenID Connect discovery document", OperationID: "getOpenIDConfiguration",
+		Description: "OpenID Connect Discovery 1.0, so that relying-party libraries configure themselves from the issuer: the same document as the RFC 8414 metadata, " +
+			"served when tokens are signed with ES256 or EdDSA (the id token verifies against `jwks_uri`).",
+		Responses: map[string]*openapi.Response{
+			"200": {Description: "The discovery document.", Content: openapi.JSON(openapi.SchemaRef("AuthorizationServerMetadata"))},
+			"404": openapi.ErrorResponse("`not_found`: the server signs with a shared secret (HS256) and does not speak OpenID Connect.", oaErr(apierrors.CodeNotFound, notOpenID)),
+			"429": shared("RateLimited", openapi.RateLimitedResponse),
+			"500": shared("ServerError", openapi.ServerErrorResponse),
+		},
+		Security: []openapi.SecurityRequirement{},
+	}}
+	userInfo := func(method, operationID string) *openapi.Operation {
+		return &openapi.Operation{
+			Tags: []string{tagOAuth}, Summary: "Get the signed-in user's claims (" + method + ")", OperationID: operationID,
+			Description: "The OpenID Connect UserInfo endpoint: the claims of the user of an access token from the authorization-code flow granted `openid`, " +
+				"sent as `Authorization: Bearer`: `sub`, `email` with the `email` scope, `name` with `profile` when the server knows one. Revoked tokens and tokens of disconnected apps are refused. `Cache-Control: no-store`.",
+			Responses: map[string]*openapi.Response{
+				"200": openapi.WithHeaders(&openapi.Response{Description: "The user's claims.", Content: openapi.JSON(openapi.SchemaRef("UserInfo"))}, "Cache-Control"),
+				"401": openapi.WithHeaders(openapi.ErrorResponse("`unauthorized`: no `Authorization: Bearer` token. `invalid_token`: a token that is malformed, badly signed, expired or revoked.",
+					oaErr(apierrors.CodeUnauthorized, "an access token is required: Authorization: Bearer <token>"),
+					oaErr(apierrors.CodeInvalidToken, "the token has expired")), "WWW-Authenticate"),
+				"403": openapi.WithHeaders(openapi.ErrorResponse("`insufficient_scope`: a token without `openid`, of the client-credentials grant, or a product user token.",
+					oaErr(apierrors.CodeInsufficientScope, "UserInfo takes an access token of the authorization-code flow granted the openid scope")), "WWW-Authenticate"),
+				"404": openapi.ErrorResponse("`not_found`: the server signs with a shared secret (HS256) and does not speak OpenID Connect.", oaErr(apierrors.CodeNotFound, notOpenID)),
+				"429": shared("RateLimited", openapi.RateLimitedResponse),
+				"500": shared("ServerError", openapi.ServerErrorResponse),
+				"503": shared("Unavailable", openapi.UnavailableResponse),
+			},
+			Security: []openapi.SecurityRequirement{{oaSchemeOAuth2: scopes}},
+		}
+	}
+	d.Paths[p.UserInfo] = &openapi.PathItem{Get: userInfo("GET", "getUserInfo"), Post: userInfo("POST", "postUserInfo")}
 }
 
 // OpenAPIClientCredentials returns the path item of a token endpoint that
@@ -372,10 +425,15 @@ func (s *Server) oaSecuritySchemes() map[string]*openapi.SecurityScheme {
 	if describe == nil {
 		describe = DescribeScope
 	}
-	scopes := func() map[string]string {
+	scopes := func(identity bool) map[string]string {
 		m := map[string]string{}
 		for _, sc := range s.ScopesSupported {
 			m[sc] = describe(sc)
+		}
+		if identity && s.OpenID() {
+			for _, sc := range identityScopes {
+				m[sc] = "OpenID Connect: " + describe(sc)
+			}
 		}
 		return m
 	}
@@ -386,8 +444,8 @@ func (s *Server) oaSecuritySchemes() map[string]*openapi.SecurityScheme {
 				"The authorization-code flow requires PKCE with S256 (`plain` is refused) and an exact redirect URI; its token sees every branch of the organization the user chose at consent. " +
 				"A client-credentials token sees the branches its app lists (`oauth_branch_ids`).",
 			Flows: &openapi.OAuthFlows{
-				AuthorizationCode: &openapi.OAuthFlow{AuthorizationURL: base + p.Authorize, TokenURL: base + p.Token, RefreshURL: base + p.Token, Scopes: scopes()},
-				ClientCredentials: &openapi.OAuthFlow{TokenURL: base + p.Token, Scopes: scopes()},
+				AuthorizationCode: &openapi.OAuthFlow{AuthorizationURL: base + p.Authorize, TokenURL: base + p.Token, RefreshURL: base + p.Token, Scopes: scopes(true)},
+				ClientCredentials: &openapi.OAuthFlow{TokenURL: base + p.Token, Scopes: scopes(false)},
 			},
 		},
 		oaSchemeUserToken: {
@@ -489,6 +547,8 @@ func (s *Server) oaGrantSchemas() map[string]*openapi.Schema {
 		openapi.Prop("expires_in", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(1.0), Description: "Seconds until the access token expires.", Examples: []any{int(s.ttl(s.AccessTokenTTL, DefaultAccessTokenTTL) / time.Second)}}),
 		openapi.Prop("refresh_token", openapi.String("The new refresh token (authorization-code and refresh-token grants only): opaque, single use, valid "+inWords(s.ttl(s.RefreshTokenTTL, DefaultRefreshTokenTTL))+".")),
 		openapi.Prop("scope", openapi.String("The granted scopes, space-separated.")),
+		openapi.Prop("id_token", openapi.String("The OpenID Connect id token (authorization-code grant with the `openid` scope only): a JWT typed `JWT`, signed like the access tokens (verify it against `jwks_uri`), "+
+			"with `iss`, `sub` (the user), `aud` (the client id), `exp`, `iat`, `auth_time`, `nonce` when the authorization request sent one, `at_hash`, and `email` with the `email` scope and `name` with `profile` when the server knows them. A refresh answers none.")),
 		openapi.Prop("organization_id", &openapi.Schema{Type: "string", Format: "uuid", Description: "The app's organization (client-credentials grant only)."}),
 		openapi.Prop("branch_ids", &openapi.Schema{Type: "array", Items: &openapi.Schema{Type: "string", Format: "uuid"}, Description: "The branches the token may use (client-credentials grant only)."}))
 	tokenResponse.Description = "A token response (RFC 6749 section 5.1)."
@@ -622,8 +682,24 @@ func oaTokenInfoSchemas() map[string]*openapi.Schema {
 		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`, and `none` for public clients, which revoke their own tokens by `client_id`.")),
 		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
 		openapi.Prop("jwks_uri", uri("The JSON Web Key Set of the public signing keys; only when tokens are signed with ES256 or EdDSA.")),
-		openapi.Prop("registration_endpoint", uri("The Dynamic Client Registration endpoint (RFC 7591); only when the server offers registration.")))
-	metadata.Description = "RFC 8414 authorization server metadata."
+		openapi.Prop("registration_endpoint", uri("The Dynamic Client Registration endpoint (RFC 7591); only when the server offers registration.")),
+		openapi.Prop("scopes_supported", strs("The scopes of the API, and the OpenID Connect scopes `openid`, `profile` and `email` when tokens are signed with ES256 or EdDSA.")),
+		openapi.Prop("userinfo_endpoint", uri("The OpenID Connect UserInfo endpoint; only when tokens are signed with ES256 or EdDSA, as are the fields below.")),
+		openapi.Prop("id_token_signing_alg_values_supported", strs("The algorithm of the id tokens: `ES256` or `EdDSA`, that of the signing key.")),
+		openapi.Prop("subject_types_supported", strs("`public`: `sub` is the user's id.")),
+		openapi.Prop("claims_supported", strs("The claims an id token or UserInfo answer may carry.")),
+		openapi.Prop("prompt_values_supported", strs("`none`, `login`, `consent`, `select_account`.")),
+		openapi.Prop("claims_parameter_supported", &openapi.Schema{Type: "boolean", Description: "False."}),
+		openapi.Prop("request_parameter_supported", &openapi.Schema{Type: "boolean", Description: "False."}),
+		openapi.Prop("request_uri_parameter_supported", &openapi.Schema{Type: "boolean", Description: "False."}))
+	metadata.Description = "RFC 8414 authorization server metadata; when tokens are signed with ES256 or EdDSA, also the OpenID Connect discovery document (OpenID Connect Discovery 1.0)."
+
+	userInfo := openapi.Object([]string{"sub"},
+		openapi.Prop("sub", openapi.String("The user's id, the `sub` of the id token.")),
+		openapi.Prop("email", &openapi.Schema{Type: "string", Format: "email", Description: "The user's email (the `email` scope)."}),
+		openapi.Prop("email_verified", &openapi.Schema{Type: "boolean", Description: "Whether the email was verified, when the server knows it (the `email` scope)."}),
+		openapi.Prop("name", openapi.String("The user's name, when the server knows one (the `profile` scope).")))
+	userInfo.Description = "An OpenID Connect UserInfo answer (OpenID Connect Core section 5.3.2)."
 	str := func(description string) *openapi.Schema {
 		return &openapi.Schema{Type: "string", Description: description}
 	}
@@ -643,6 +719,7 @@ func oaTokenInfoSchemas() map[string]*openapi.Schema {
 		"TokenIntrospectionRequest":   introspectionRequest,
 		"TokenIntrospection":          introspection,
 		"AuthorizationServerMetadata": metadata,
+		"UserInfo":                    userInfo,
 		"JSONWebKeySet":               jwks,
 	}
 }

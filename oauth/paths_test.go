@@ -21,9 +21,10 @@ var otherPaths = oauth.Paths{
 	Authorize: "/oauth2/authorize", Login: "/oauth2/login", Consent: "/oauth2/consent",
 	Token: "/oauth2/token", UserToken: "/oauth2/user-token", Apps: "/oauth2/apps",
 	Revoke: "/oauth2/revoke", Introspect: "/oauth2/introspect", Metadata: "/oauth2/.well-known/oauth-authorization-server",
-	JWKS:          "/oauth2/.well-known/jwks.json",
-	ConnectedApps: "/oauth2/orgs/{organization_id}/apps",
-	Register:      "/oauth2/register",
+	JWKS:                "/oauth2/.well-known/jwks.json",
+	ConnectedApps:       "/oauth2/orgs/{organization_id}/apps",
+	Register:            "/oauth2/register",
+	OpenIDConfiguration: "/oauth2/.well-known/openid-configuration", UserInfo: "/oauth2/userinfo",
 }
 
 func TestPathsDefaults(t *testing.T) {
@@ -33,9 +34,10 @@ func TestPathsDefaults(t *testing.T) {
 		Authorize: oauth.PathAuthorize, Login: oauth.PathLogin, Consent: oauth.PathConsent,
 		Token: "/oauth2/token", UserToken: oauth.PathUserToken, Apps: oauth.PathApps,
 		Revoke: oauth.PathRevoke, Introspect: oauth.PathIntrospect, Metadata: oauth.PathMetadata,
-		JWKS:          oauth.PathJWKS,
-		ConnectedApps: oauth.PathConnectedApps,
-		Register:      oauth.PathRegister,
+		JWKS:                oauth.PathJWKS,
+		ConnectedApps:       oauth.PathConnectedApps,
+		Register:            oauth.PathRegister,
+		OpenIDConfiguration: oauth.PathOpenIDConfiguration, UserInfo: oauth.PathUserInfo,
 	}, p)
 }
 
@@ -86,6 +88,8 @@ func TestOpenAPISection(t *testing.T) {
 				"GET " + p.Register + "/{client_id}":         "readClientRegistration",
 				"PUT " + p.Register + "/{client_id}":         "updateClientRegistration",
 				"DELETE " + p.Register + "/{client_id}":      "deleteClientRegistration",
+				"GET " + p.OpenIDConfiguration:               "getOpenIDConfiguration",
+				"GET " + p.UserInfo:                          "getUserInfo", "POST " + p.UserInfo: "postUserInfo",
 			}, documented, "every endpoint but the sign-in and consent pages")
 
 			raw, err := openapi.Marshal(doc)

@@ -287,8 +287,11 @@ func (s *Server) checkClientMetadata(m ClientMetadata) (ClientMetadata, error) {
 
 // registrableScopes are the scopes a registered client may request:
 // ScopesSupported, and the OpenID Connect scopes when the server issues ID
-// tokens.
+// tokens (the metadata's scopes_supported).
 func (s *Server) registrableScopes() []string {
+	if s.OpenID() {
+		return append(slices.Clone(identityScopes), withoutIdentityScopes(s.ScopesSupported)...)
+	}
 	return slices.Clone(s.ScopesSupported)
 }
 

@@ -49,8 +49,18 @@ func validScopeToken(s string) bool {
 
 // DescribeScope returns a scope in words for the consent page:
 // "svc:orders:read" is "Read orders", "svc:master_data:write" is "Create,
-// change and delete master data". Other scopes are returned as they are.
+// change and delete master data", and the identity scopes of OpenID
+// Connect say what of the user the app learns. Other scopes are returned
+// as they are.
 func DescribeScope(scope string) string {
+	switch scope {
+	case ScopeOpenID:
+		return "Know who you are: your user id on this service"
+	case ScopeProfile:
+		return "See your name"
+	case ScopeEmail:
+		return "See your email address"
+	}
 	parts := strings.Split(scope, ":")
 	if len(parts) != 3 || parts[1] == "" {
 		return scope

@@ -203,6 +203,10 @@ type Token struct {
 	Scopes []string
 	// Claims are the access token's claims.
 	Claims *bearer.Claims
+	// IDToken is the OpenID Connect id token: set by a code exchange
+	// whose scopes hold openid on a server that speaks OpenID Connect
+	// (see Server.OpenID), "" otherwise.
+	IDToken string
 }
 
 // dummyHash is compared against when a client id is unknown, so that the
@@ -273,8 +277,16 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope, resourc
 		return nil, err
 	}
 	scopes := app.Scopes
+	if s.OpenID() {
+		// The identity scopes name a user; a client-credentials token has
+		// none, even when the app's list names them.
+		scopes = withoutIdentityScopes(scopes)
+	}
 	if scope != "" {
 		requested := ParseScope(scope)
+		if s.OpenID() && len(requested) != len(withoutIdentityScopes(requested)) {
+			return nil, apierrors.InvalidScope("openid, profile and email are scopes of a user, for the authorization-code flow; a client-credentials token has none")
+		}
 		if missing := missingScopes(requested, app.Scopes); len(missing) > 0 {
 			return nil, apierrors.InvalidScope("the app may not request %s", strings.Join(missing, " "))
 		}
@@ -308,6 +320,10 @@ func (s *Server) ClientCredentials(ctx context.Context, app *App, scope, resourc
 // the code's when the code has one (invalid_target otherwise). The refresh
 // token family keeps the code's resource, or resource when the code has
 // none.
+//
+// When the code's scopes hold openid and the server speaks OpenID Connect
+// (OpenID), the token carries an id token too (see Token.IDToken); a code
+// issued while the server signed with HS256 has no openid scope.
 func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, verifier, resource string) (*Token, error) {
 	switch {
 	case code == "":
@@ -369,7 +385,16 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 		return nil, err
 	}
 	s.recordUse(ctx, rt.ClientID, rt.OrganizationID, now)
-	return s.userToken(rt, refresh, resource, now, end)
+	tok, err := s.userToken(rt, refresh, resource, now, end)
+	if err != nil {
+		return nil, err
+	}
+	if s.OpenID() && slices.Contains(c.Scopes, ScopeOpenID) {
+		if tok.IDToken, err = s.idToken(ctx, c, tok); err != nil {
+			return nil, err
+		}
+	}
+	return tok, nil
 }
 
 // Refresh runs the refresh-token grant. clientID is the client the request
@@ -382,6 +407,11 @@ func (s *Server) ExchangeCode(ctx context.Context, app *App, code, redirectURI, 
 // family's resource indicator, or for resource when it is given: one of
 // Resources, and the family's when it has one (invalid_target otherwise,
 // and the token is not spent).
+//
+// A refresh answers no id token, even for a family whose scopes hold
+// openid: OpenID Connect Core section 12.2 leaves it to the server, and
+// the user did not sign in again; the client keeps the id token of the
+// code exchange, and asks UserInfo for the user's current claims.
 func (s *Server) Refresh(ctx context.Context, clientID, refresh, resource string) (*Token, error) {
 	if refresh == "" {
 		return nil, apierrors.InvalidRequest("refresh_token is required")
@@ -521,6 +551,27 @@ type AuthorizationRequest struct {
 	State               string
 	// Resource is the resource indicator (RFC 8707), "" for none.
 	Resource string
+	// Nonce is OpenID Connect's nonce, "" for none: at most maxNonceLength
+	// bytes, kept with the code and returned in the id token, where the
+	// client checks it.
+	Nonce string
+	// Prompt is OpenID Connect's prompt: space-separated, of none (answer
+	// without showing a page: login_required or consent_required, since
+	// consent is asked at every authorization), login (sign in again)
+	// and consent and select_account (the consent page, which is always
+	// shown and offers another account, does both); none goes alone.
+	// Other values are ignored.
+	Prompt string
+	// MaxAge is OpenID Connect's max_age, "" for none: the most seconds
+	// since the user signed in; an older sign-in must be done again (0 is
+	// prompt=login).
+	MaxAge string
+	// AuthTime is no request parameter: when the user who approves the
+	// request signed in, which IssueCode keeps with the code for the id
+	// token's auth_time. The consent flow sets it from the session; zero
+	// means the time of IssueCode (a host that authenticates the user
+	// itself, just before).
+	AuthTime time.Time
 	// resources are the resource parameters as the request gave them (nil
 	// for a request built by hand, which names Resource alone).
 	resources []string
@@ -533,6 +584,7 @@ func authorizationRequestFrom(v url.Values) AuthorizationRequest {
 		ResponseType: v.Get("response_type"), CodeChallenge: v.Get("code_challenge"),
 		CodeChallengeMethod: v.Get("code_challenge_method"), Scope: v.Get("scope"), State: v.Get("state"),
 		Resource: v.Get("resource"), resources: v["resource"],
+		Nonce: v.Get("nonce"), Prompt: v.Get("prompt"), MaxAge: v.Get("max_age"),
 	}
 }
 
@@ -552,6 +604,9 @@ func (r AuthorizationRequest) values() url.Values {
 	set("scope", r.Scope)
 	set("state", r.State)
 	set("resource", r.Resource)
+	set("nonce", r.Nonce)
+	set("prompt", r.Prompt)
+	set("max_age", r.MaxAge)
 	return v
 }
 
@@ -560,6 +615,12 @@ func (r AuthorizationRequest) values() url.Values {
 // nil app must be shown to the user and never redirected (unknown client,
 // redirect URI that does not match exactly); a failure with an app goes
 // back to the redirect URI as error and error_description.
+//
+// The scopes must be the app's, or, on a server that speaks OpenID
+// Connect (OpenID), the identity scopes openid, profile and email, which
+// every app may ask for; with HS256 openid is invalid_scope. A nonce
+// longer than 512 bytes, prompt=none with another prompt value, and a
+// max_age that is not a number of seconds are invalid_request.
 func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest) (*App, []string, error) {
 	if r.ClientID == "" {
 		return nil, nil, apierrors.InvalidRequest("client_id is required")
@@ -586,6 +647,9 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 	case !validChallenge(r.CodeChallenge):
 		return app, nil, apierrors.InvalidRequest("code_challenge must be the base64url SHA-256 of the code verifier")
 	}
+	if err := checkOpenIDParams(r); err != nil {
+		return app, nil, err
+	}
 	scopes := ParseScope(r.Scope)
 	if len(scopes) == 0 {
 		return app, nil, apierrors.InvalidScope("scope is required")
@@ -595,7 +659,14 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 			return app, nil, apierrors.InvalidScope("scope %q is malformed", sc)
 		}
 	}
-	if missing := missingScopes(scopes, app.Scopes); len(missing) > 0 {
+	allowed := app.Scopes
+	switch {
+	case s.OpenID():
+		allowed = append(slices.Clip(allowed), identityScopes...)
+	case slices.Contains(scopes, ScopeOpenID):
+		return app, nil, apierrors.InvalidScope("openid needs a server that signs its tokens with a public key (ES256 or EdDSA); this one signs with a shared secret (HS256)")
+	}
+	if missing := missingScopes(scopes, allowed); len(missing) > 0 {
 		return app, nil, apierrors.InvalidScope("the app may not request %s", strings.Join(missing, " "))
 	}
 	resources := r.resources
@@ -609,7 +680,8 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 }
 
 // IssueCode records the user's consent for the organization and returns a
-// new authorization code for the (already checked) request.
+// new authorization code for the (already checked) request. The code keeps
+// the request's Nonce and AuthTime for the id token of its exchange.
 func (s *Server) IssueCode(ctx context.Context, app *App, r AuthorizationRequest, scopes []string, userID, organizationID string) (string, error) {
 	now := s.now()
 	if err := s.Store.SaveGrant(ctx, &Grant{
@@ -618,10 +690,14 @@ func (s *Server) IssueCode(ctx context.Context, app *App, r AuthorizationRequest
 		return "", apierrors.Internal(fmt.Errorf("oauth: save grant: %w", err))
 	}
 	code := NewSecret()
+	authTime := r.AuthTime
+	if authTime.IsZero() {
+		authTime = now
+	}
 	if err := s.Store.SaveCode(ctx, &Code{
 		Hash: hashSecret(code), ClientID: app.ClientID, UserID: userID, OrganizationID: organizationID,
 		RedirectURI: r.RedirectURI, Challenge: r.CodeChallenge, Scopes: scopes, Resource: r.Resource,
-		ExpiresAt: now.Add(s.ttl(s.CodeTTL, DefaultCodeTTL)),
+		ExpiresAt: now.Add(s.ttl(s.CodeTTL, DefaultCodeTTL)), Nonce: r.Nonce, AuthTime: authTime.UTC(),
 	}); err != nil {
 		return "", apierrors.Internal(fmt.Errorf("oauth: save code: %w", err))
 	}

@@ -85,6 +85,12 @@ type Code struct {
 	// Resource is the resource indicator (RFC 8707) of the authorization
 	// request, "" for none.
 	Resource string
+	// Nonce is the OpenID Connect nonce of the authorization request, ""
+	// for none; the id token of the code's exchange carries it.
+	Nonce string
+	// AuthTime is when the user signed in to the browser session that
+	// approved the request (the id token's auth_time); zero when unknown.
+	AuthTime time.Time
 }
 
 // RefreshToken is an issued refresh token, stored by the SHA-256 of its
@@ -210,6 +216,23 @@ type Store interface {
 type User struct {
 	ID    string
 	Email string
+	// Name is the user's full name, for the name claim of OpenID Connect
+	// (the profile scope); "" when the directory knows none.
+	Name string
+	// EmailVerified says whether the directory verified that Email is the
+	// user's (the email_verified claim); nil when it does not know, and
+	// the claim is then left out.
+	EmailVerified *bool
+}
+
+// UserLookup is what a Directory may also implement: the token service
+// looks users up by id for the claims of OpenID Connect (the email and
+// name of the id token and of the UserInfo endpoint). A Directory without
+// it gives id tokens and UserInfo answers that carry sub alone.
+type UserLookup interface {
+	// User returns the user with userID, or an error wrapping ErrNotFound
+	// for an unknown one.
+	User(ctx context.Context, userID string) (User, error)
 }
 
 // Membership is one organization a user belongs to.

@@ -95,6 +95,28 @@ func (d *directory) Authenticate(ctx context.Context, email, pass string) (oauth
 	return u, nil
 }
 
+// User returns the user with userID for the claims of OpenID Connect (it
+// makes directory an oauth.UserLookup): the id and email. The users table
+// keeps no name, and does not verify emails (an admin sets them), so Name
+// is "" and EmailVerified nil, and the id token carries neither name nor
+// email_verified. An unknown user, or a userID that is not a UUID, is
+// oauth.ErrNotFound.
+func (d *directory) User(ctx context.Context, userID string) (oauth.User, error) {
+	id, err := uuid.Parse(userID)
+	if err != nil {
+		return oauth.User{}, fmt.Errorf("user: %w", oauth.ErrNotFound)
+	}
+	u := oauth.User{}
+	err = d.db.QueryRowContext(ctx, "SELECT id, email FROM users WHERE id = $1", id.String()).Scan(&u.ID, &u.Email)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return oauth.User{}, fmt.Errorf("user: %w", oauth.ErrNotFound)
+	case err != nil:
+		return oauth.User{}, fmt.Errorf("user: %w", err)
+	}
+	return u, nil
+}
+
 // Memberships returns the organizations that the user with userID belongs
 // to, ordered by name (then id, for organizations of one name). A userID
 // that is not a UUID belongs to none.

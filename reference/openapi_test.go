@@ -151,7 +151,7 @@ func TestOpenAPINumberFormats(t *testing.T) {
 func TestOpenAPIUnavailable(t *testing.T) {
 	t.Parallel()
 	doc := openAPIDocument(t)
-	without := map[string]bool{"getAuthorizationServerMetadata": true, "getJSONWebKeySet": true, "authorize": true}
+	without := map[string]bool{"getAuthorizationServerMetadata": true, "getJSONWebKeySet": true, "authorize": true, "getOpenIDConfiguration": true}
 	for path, item := range doc["paths"].(map[string]any) {
 		for method, op := range item.(map[string]any) {
 			if method == "parameters" {

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/uuid"
@@ -259,6 +260,32 @@ func (ks *KeySet) Sign(c *Claims) (string, error) {
 	sig, err := ks.method.Sign(signing, ks.signWith)
 	if err != nil {
 		return "", fmt.Errorf("bearer: sign: %w", err)
+	}
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}
+
+// SignClaims signs claims that are no access token with the current key,
+// typed JWT and naming the key in the kid header, as Sign does: an OpenID
+// Connect id token, say, which a client verifies against the JSON Web Key
+// Set. The claims are encoded with encoding/json. So that nothing it signs
+// passes for a token of the API, it refuses claims whose aud holds
+// Audience ("authenticated"), the audience every Verifier requires.
+func (ks *KeySet) SignClaims(c jwt.Claims) (string, error) {
+	aud, err := c.GetAudience()
+	if err != nil {
+		return "", fmt.Errorf("bearer: sign claims: %w", err)
+	}
+	if slices.Contains(aud, Audience) {
+		return "", fmt.Errorf("bearer: sign claims: the audience %q is the API's; sign its tokens with Sign", Audience)
+	}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("bearer: sign claims: %w", err)
+	}
+	signing := ks.userHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
+	sig, err := ks.method.Sign(signing, ks.signWith)
+	if err != nil {
+		return "", fmt.Errorf("bearer: sign claims: %w", err)
 	}
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }

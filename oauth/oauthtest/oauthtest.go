@@ -239,6 +239,17 @@ func testCodes(t *testing.T, newStore func(t *testing.T) oauth.Store) {
 		again.Hash = c.Hash
 		require.ErrorIs(t, s.SaveCode(t.Context(), again), oauth.ErrDuplicate)
 	})
+	t.Run("without nonce and auth time", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		want := newCode()
+		want.Nonce, want.AuthTime = "", time.Time{}
+		require.NoError(t, s.SaveCode(t.Context(), want))
+		got, err := s.Code(t.Context(), want.Hash)
+		require.NoError(t, err)
+		assertCode(t, want, got)
+		assert.True(t, got.AuthTime.IsZero(), "an unknown AuthTime comes back zero")
+	})
 	t.Run("expiry is the caller's", func(t *testing.T) {
 		t.Parallel()
 		s := newStore(t)
@@ -466,6 +477,8 @@ func newCode() *oauth.Code {
 		Scopes:         []string{"svc:orders:read", "svc:orders:write"},
 		ExpiresAt:      base.Add(time.Minute),
 		Resource:       "https://tms.example.com",
+		Nonce:          "n-0S6_WzA2Mj",
+		AuthTime:       base.Add(-time.Hour).Add(123456 * time.Microsecond),
 	}
 }
 
@@ -535,6 +548,8 @@ func assertCode(t *testing.T, want, got *oauth.Code) {
 	assertTime(t, want.ExpiresAt, got.ExpiresAt, "ExpiresAt")
 	assert.Equal(t, want.FamilyID, got.FamilyID, "FamilyID")
 	assert.Equal(t, want.Resource, got.Resource, "Resource")
+	assert.Equal(t, want.Nonce, got.Nonce, "Nonce")
+	assertTime(t, want.AuthTime, got.AuthTime, "AuthTime")
 }
 
 func assertToken(t *testing.T, want, got *oauth.RefreshToken) {

@@ -55,18 +55,19 @@ func (s *Store) Code(ctx context.Context, hash []byte) (*oauth.Code, error) {
 var errNoRows = errors.New("sqlstore: no row qualified")
 
 // codeColumns are the columns scanCode reads, in its order.
-const codeColumns = "client_id, user_id, organization_id, redirect_uri, challenge, scopes, expires_at, family_id, resource"
+const codeColumns = "client_id, user_id, organization_id, redirect_uri, challenge, scopes, expires_at, family_id, resource, nonce, auth_time"
 
 // scanCode scans codeColumns, and then extra, into a code with hash.
 func scanCode(row *sql.Row, hash []byte, extra ...any) (*oauth.Code, error) {
 	c := &oauth.Code{Hash: hash}
-	var expires nullTime
-	var family sql.NullString
-	dest := append([]any{&c.ClientID, &c.UserID, &c.OrganizationID, &c.RedirectURI, &c.Challenge, list{&c.Scopes}, &expires, &family, &c.Resource}, extra...)
+	var expires, authTime nullTime
+	var family, nonce sql.NullString
+	dest := append([]any{&c.ClientID, &c.UserID, &c.OrganizationID, &c.RedirectURI, &c.Challenge, list{&c.Scopes}, &expires, &family, &c.Resource,
+		&nonce, &authTime}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	c.ExpiresAt, c.FamilyID = expires.Time, family.String
+	c.ExpiresAt, c.FamilyID, c.Nonce, c.AuthTime = expires.Time, family.String, nonce.String, authTime.Time
 	return c, nil
 }
 
@@ -74,10 +75,12 @@ func scanCode(row *sql.Row, hash []byte, extra ...any) (*oauth.Code, error) {
 // unique violation, for the caller to map.
 func insertCode(ctx context.Context, tx *tx, c *oauth.Code) error {
 	_, err := tx.ExecContext(ctx, `
-		INSERT INTO oauth_codes (hash, client_id, user_id, organization_id, redirect_uri, challenge, scopes, expires_at, family_id, resource)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		INSERT INTO oauth_codes (hash, client_id, user_id, organization_id, redirect_uri, challenge, scopes, expires_at, family_id, resource,
+			nonce, auth_time)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		bytesArg(c.Hash), c.ClientID, c.UserID, c.OrganizationID, c.RedirectURI, c.Challenge,
 		listArg(c.Scopes), tx.timeArg(c.ExpiresAt), nullString(c.FamilyID), c.Resource,
+		nullString(c.Nonce), tx.nullTimeArg(c.AuthTime),
 	)
 	if err != nil {
 		return fmt.Errorf("sqlstore: save code: %w", err)

@@ -186,6 +186,14 @@ func (tx *tx) timeArg(t time.Time) any {
 	return tx.dialect.Timestamp(t.Truncate(time.Microsecond))
 }
 
+// nullTimeArg is timeArg, or NULL for the zero time.
+func (tx *tx) nullTimeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return tx.timeArg(t)
+}
+
 // isDuplicate reports whether err is a unique violation.
 func (s *Store) isDuplicate(err error) bool {
 	return sqlerr.KindOf(err) == sqlerr.Unique
