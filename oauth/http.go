@@ -532,6 +532,9 @@ func (s *Server) handleMetadata(w http.ResponseWriter, r *http.Request) {
 	if s.Keys != nil && len(s.Keys.JWKS().Keys) > 0 {
 		metadata["jwks_uri"] = base + p.JWKS
 	}
+	if s.ClientMetadataDocuments != nil {
+		metadata["client_id_metadata_document_supported"] = true
+	}
 	writeJSON(w, http.StatusOK, metadata)
 }
 

@@ -257,7 +257,7 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 			"Approval redirects to `redirect_uri` with `code`, `state` and `iss`; denial with `error=access_denied`. " +
 			"An unknown client or a redirect URI that does not match exactly gets an error page, never a redirect; every other error redirects with `error`, `error_description` and `state`.",
 		Parameters: []*openapi.Parameter{
-			{Name: "client_id", In: "query", Required: true, Description: "The app's client id.", Schema: &openapi.Schema{Type: "string"}},
+			{Name: "client_id", In: "query", Required: true, Description: "The app's client id; where the server takes client metadata documents (`client_id_metadata_document_supported` in the metadata), also the https URL of the client's metadata document.", Schema: &openapi.Schema{Type: "string"}},
 			{Name: "redirect_uri", In: "query", Required: true, Description: "One of the app's redirect URIs, exactly.", Schema: &openapi.Schema{Type: "string", Format: "uri"}},
 			{Name: "response_type", In: "query", Required: true, Description: "`code`.", Schema: &openapi.Schema{Type: "string", Enum: []any{"code"}}},
 			{Name: "code_challenge", In: "query", Required: true, Description: "The base64url SHA-256 of the PKCE verifier (43 characters).", Schema: &openapi.Schema{Type: "string", Pattern: `^[A-Za-z0-9_-]{43}$`}},
@@ -270,7 +270,7 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 			"200": {Description: "The consent page.", Content: html},
 			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`.", Headers: map[string]*openapi.Header{"Location": redirect("`redirect_uri` with the error parameters.")}},
 			"303": {Description: "No session: to the sign-in page, which returns here.", Headers: map[string]*openapi.Header{"Location": redirect("The sign-in page.")}},
-			"400": {Description: "An error page: an unknown `client_id`, or a `redirect_uri` that is missing or not registered.", Content: html},
+			"400": {Description: "An error page: an unknown `client_id` (for a client metadata document URL: one that cannot be fetched or is not valid, with the reason), or a `redirect_uri` that is missing or not registered.", Content: html},
 			"500": {Description: "An error page: the server failed.", Content: html},
 		},
 		Security: []openapi.SecurityRequirement{},
@@ -611,7 +611,8 @@ func oaTokenInfoSchemas() map[string]*openapi.Schema {
 		openapi.Prop("token_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`, and `none` for public clients (their `client_id` alone, with PKCE).")),
 		openapi.Prop("revocation_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`, and `none` for public clients, which revoke their own tokens by `client_id`.")),
 		openapi.Prop("introspection_endpoint_auth_methods_supported", strs("`client_secret_basic`, `client_secret_post`.")),
-		openapi.Prop("jwks_uri", uri("The JSON Web Key Set of the public signing keys; only when tokens are signed with ES256 or EdDSA.")))
+		openapi.Prop("jwks_uri", uri("The JSON Web Key Set of the public signing keys; only when tokens are signed with ES256 or EdDSA.")),
+		openapi.Prop("client_id_metadata_document_supported", &openapi.Schema{Type: "boolean", Description: "True when the server takes a `client_id` that is the https URL of a client metadata document (OAuth Client ID Metadata Document): a public client, `token_endpoint_auth_method` `none`; absent otherwise."}))
 	metadata.Description = "RFC 8414 authorization server metadata."
 	str := func(description string) *openapi.Schema {
 		return &openapi.Schema{Type: "string", Description: description}
