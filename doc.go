@@ -43,8 +43,14 @@
 //     GET /v1/{scopeId}/events.
 //   - webhook delivers those events to the HTTP endpoints organizations
 //     register, signed as Standard Webhooks says, with retries, leases shared
-//     by replicas and a guard against private addresses; receivers use its
-//     Verify.
+//     by replicas and netguard's guard against private addresses; receivers
+//     use its Verify.
+//   - netguard keeps the requests a server makes to URLs its clients give
+//     (webhook endpoints, client metadata documents) away from the
+//     server's own network (SSRF): loopback, private, link-local and the
+//     other addresses that are not globally reachable, checked when a URL
+//     is given and again at each connection. It uses the standard library
+//     only.
 //   - openapi holds the shapes of an OpenAPI 3.1 document and merges
 //     sections: oauth describes its endpoints in them, and resource merges
 //     that description into its document. It imports nothing of the module.

@@ -189,11 +189,15 @@ func (s *Server) ConnectedApps(ctx context.Context, organizationID string) ([]Co
 		}
 		name, ok := names[clientID]
 		if !ok {
-			app, err := s.Store.App(ctx, clientID)
+			// A client of a metadata document is named as its document
+			// says now (from the cache, or fetched); one whose document
+			// cannot be used any more is listed without a name, as an app
+			// that was deleted.
+			app, err := s.lookupApp(ctx, clientID)
 			switch {
 			case err == nil:
 				name = app.Name
-			case !errors.Is(err, ErrNotFound):
+			case !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClientMetadataDocument):
 				return nil, apierrors.Internal(fmt.Errorf("oauth: load app: %w", err))
 			}
 		}

@@ -68,6 +68,12 @@ import (
 //     single one is chosen in advance.
 //   - A user without an organization gets a page that says so, whose one
 //     button sends the app access_denied, so the app's flow ends cleanly.
+//   - An app that comes from a client metadata document (its client_id
+//     is the https URL of the document; see ClientMetadataDocuments) is
+//     named with the host of that URL, "Acme Agent (agent.acme.example)",
+//     on the sign-in and consent pages, and the consent page says that the
+//     name is the app's own claim, which nobody checked: the host is what
+//     the user can trust, or not.
 //   - Every decision on the consent page is logged at Info (app, user,
 //     organization, scopes), never the code; sign-in failures are not
 //     logged, since their only detail would be an email address.
@@ -444,6 +450,9 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, status int,
 		req := authorizationRequestFrom(q)
 		if app, _, _ := s.CheckAuthorization(r.Context(), req); app != nil {
 			page.AppName = app.Name
+			if host := s.clientHost(app); host != "" {
+				page.AppName += " (" + host + ")"
+			}
 			formAction = appendSource(formAction, req.RedirectURI)
 		}
 	}
@@ -456,7 +465,11 @@ type consentPage struct {
 	// Action is the form's target, Paths.Consent.
 	Action  string
 	AppName string
-	Email   string
+	// ClientHost is the host of the client id of an app that comes from a
+	// client metadata document, "" for a registered app: shown beside the
+	// name, which such an app claims for itself.
+	ClientHost string
+	Email      string
 	// SwitchUser is the sign-in page, coming back to this request.
 	SwitchUser string
 	// RedirectHost is where the answer goes, shown to the user.
@@ -494,9 +507,12 @@ func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, app *App,
 	}
 	p := s.paths()
 	page := consentPage{
-		Title: "Allow " + app.Name, Action: p.Consent, AppName: app.Name, Email: sess.Email,
+		Title: "Allow " + app.Name, Action: p.Consent, AppName: app.Name, ClientHost: s.clientHost(app), Email: sess.Email,
 		SwitchUser: p.loginURL(p.authorizeURL(req.afterSignIn())), RedirectHost: redirectHost(req.RedirectURI),
 		Organizations: memberships, CSRF: s.consentCSRF(sess),
+	}
+	if page.ClientHost != "" {
+		page.Title += " (" + page.ClientHost + ")"
 	}
 	if len(memberships) == 0 {
 		page.Title = "No organization"

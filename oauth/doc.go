@@ -92,11 +92,17 @@
 // invalid_target, and nothing is issued; a public client (App.Public, no
 // secret) authenticates by its client id alone, may use only the
 // authorization-code grant and refresh, and may not introspect; with
-// Server.Registration a client may register itself (Dynamic Client
-// Registration, RFC 7591, with an initial access token or openly) and
-// manage its registration with the registration access token it was given
-// (RFC 7592): such a client belongs to no organization and may use only the
-// authorization-code grant and refresh.
+// Server.ClientMetadataDocuments set, a client_id that is an https URL
+// names such a public client by its client metadata document, fetched
+// through a netguard.Guard (no private addresses, no redirects, at most
+// 5 KiB, within 5 seconds) and cached per its Cache-Control within
+// [5 minutes, 24 hours]; a document that cannot be fetched or is invalid
+// is an unknown client, and nothing is stored; with Server.Registration a
+// client may register itself (Dynamic Client Registration, RFC 7591, with
+// an initial access token or openly) and manage its registration with the
+// registration access token it was given (RFC 7592): such a client belongs
+// to no organization and may use only the authorization-code grant and
+// refresh.
 //
 // Errors are *errors.Error values (import it as apierrors) with the codes
 // of RFC 6749 section 5.2; invalid_client is a 401 whose WWW-Authenticate

@@ -71,7 +71,7 @@ func FuzzClientMetadata(f *testing.F) {
 		if m.ClientName == "" || len(m.ClientName) > 200 {
 			t.Fatalf("accepted the name %q", m.ClientName)
 		}
-		if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > maxRegisteredRedirectURIs {
+		if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > maxClientRedirectURIs {
 			t.Fatalf("accepted %d redirect URIs", len(m.RedirectURIs))
 		}
 		for _, u := range m.RedirectURIs {

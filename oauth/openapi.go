@@ -266,7 +266,7 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 			"Approval redirects to `redirect_uri` with `code`, `state` and `iss`; denial with `error=access_denied`. " +
 			"An unknown client or a redirect URI that does not match exactly gets an error page, never a redirect; every other error redirects with `error`, `error_description` and `state`.",
 		Parameters: []*openapi.Parameter{
-			{Name: "client_id", In: "query", Required: true, Description: "The app's client id.", Schema: &openapi.Schema{Type: "string"}},
+			{Name: "client_id", In: "query", Required: true, Description: "The app's client id; where the server takes client metadata documents (`client_id_metadata_document_supported` in the metadata), also the https URL of the client's metadata document.", Schema: &openapi.Schema{Type: "string"}},
 			{Name: "redirect_uri", In: "query", Required: true, Description: "One of the app's redirect URIs, exactly.", Schema: &openapi.Schema{Type: "string", Format: "uri"}},
 			{Name: "response_type", In: "query", Required: true, Description: "`code`.", Schema: &openapi.Schema{Type: "string", Enum: []any{"code"}}},
 			{Name: "code_challenge", In: "query", Required: true, Description: "The base64url SHA-256 of the PKCE verifier (43 characters).", Schema: &openapi.Schema{Type: "string", Pattern: `^[A-Za-z0-9_-]{43}$`}},
@@ -285,7 +285,7 @@ func (s *Server) oaPublicPaths(d *openapi.Document, p Paths, shared func(string,
 			"200": {Description: "The consent page.", Content: html},
 			"302": {Description: "An error, back to `redirect_uri` with `error`, `error_description`, `state` and `iss`; with `prompt=none`, `login_required` or `consent_required`.", Headers: map[string]*openapi.Header{"Location": redirect("`redirect_uri` with the error parameters.")}},
 			"303": {Description: "No session, `prompt=login`, or a sign-in older than `max_age`: to the sign-in page, which returns here.", Headers: map[string]*openapi.Header{"Location": redirect("The sign-in page.")}},
-			"400": {Description: "An error page: an unknown `client_id`, or a `redirect_uri` that is missing or not registered.", Content: html},
+			"400": {Description: "An error page: an unknown `client_id` (for a client metadata document URL: one that cannot be fetched or is not valid, with the reason), or a `redirect_uri` that is missing or not registered.", Content: html},
 			"500": {Description: "An error page: the server failed.", Content: html},
 		},
 		Security: []openapi.SecurityRequirement{},
@@ -691,7 +691,8 @@ func oaTokenInfoSchemas() map[string]*openapi.Schema {
 		openapi.Prop("prompt_values_supported", strs("`none`, `login`, `consent`, `select_account`.")),
 		openapi.Prop("claims_parameter_supported", &openapi.Schema{Type: "boolean", Description: "False."}),
 		openapi.Prop("request_parameter_supported", &openapi.Schema{Type: "boolean", Description: "False."}),
-		openapi.Prop("request_uri_parameter_supported", &openapi.Schema{Type: "boolean", Description: "False."}))
+		openapi.Prop("request_uri_parameter_supported", &openapi.Schema{Type: "boolean", Description: "False."}),
+		openapi.Prop("client_id_metadata_document_supported", &openapi.Schema{Type: "boolean", Description: "True when the server takes a `client_id` that is the https URL of a client metadata document (OAuth Client ID Metadata Document): a public client, `token_endpoint_auth_method` `none`; absent otherwise."}))
 	metadata.Description = "RFC 8414 authorization server metadata; when tokens are signed with ES256 or EdDSA, also the OpenID Connect discovery document (OpenID Connect Discovery 1.0)."
 
 	userInfo := openapi.Object([]string{"sub"},

@@ -84,7 +84,7 @@ func oaRegistrationSchemas() map[string]*openapi.Schema {
 	metadataProps := func() []openapi.Property {
 		return []openapi.Property{
 			openapi.Prop("client_name", &openapi.Schema{Type: "string", MinLength: openapi.Ptr(1), MaxLength: openapi.Ptr(200), Description: "The client's name, shown to users at consent; at most 200 bytes."}),
-			openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), MaxItems: openapi.Ptr(maxRegisteredRedirectURIs),
+			openapi.Prop("redirect_uris", &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), MaxItems: openapi.Ptr(maxClientRedirectURIs),
 				Items:       &openapi.Schema{Type: "string", Format: "uri"},
 				Description: "The redirect URIs, matched exactly: `https://...`, `http://` on a loopback host (RFC 8252), or a private-use scheme in reverse-domain form (`com.example.app:/callback`); no fragment."}),
 			openapi.Prop("token_endpoint_auth_method", &openapi.Schema{Type: "string", Enum: []any{"none", "client_secret_basic", "client_secret_post"},

@@ -322,6 +322,9 @@ func (s *Server) metadata() map[string]any {
 	if s.Registration != RegistrationOff {
 		m["registration_endpoint"] = base + p.Register
 	}
+	if s.ClientMetadataDocuments != nil {
+		m["client_id_metadata_document_supported"] = true
+	}
 	return m
 }
 

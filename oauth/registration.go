@@ -202,9 +202,6 @@ type ClientInformation struct {
 	ClientMetadata
 }
 
-// maxRegisteredRedirectURIs bounds the redirect URIs of one registration.
-const maxRegisteredRedirectURIs = 20
-
 // ParseClientMetadata reads the JSON body of a registration or update
 // request. Fields the server does not use are ignored; a field it uses
 // with the wrong type is invalid_client_metadata, and so is a body that is
@@ -229,21 +226,13 @@ func ParseClientMetadata(body []byte) (ClientMetadata, error) {
 // metadata as it would be stored, or invalid_redirect_uri or
 // invalid_client_metadata.
 func (s *Server) checkClientMetadata(m ClientMetadata) (ClientMetadata, error) {
-	m.ClientName = strings.TrimSpace(m.ClientName)
-	switch {
-	case m.ClientName == "":
-		return m, apierrors.InvalidClientMetadata("client_name is required: the consent page names the client to the user")
-	case len(m.ClientName) > 200:
-		return m, apierrors.InvalidClientMetadata("client_name is longer than 200 bytes")
-	case len(m.RedirectURIs) == 0:
-		return m, apierrors.InvalidRedirectURI("redirect_uris is required: a registered client uses the authorization-code grant")
-	case len(m.RedirectURIs) > maxRegisteredRedirectURIs:
-		return m, apierrors.InvalidRedirectURI("at most %d redirect_uris", maxRegisteredRedirectURIs)
+	name, err := checkClientName(m.ClientName)
+	if err != nil {
+		return m, apierrors.InvalidClientMetadata("%s", err)
 	}
-	for _, u := range m.RedirectURIs {
-		if err := CheckRedirectURI(u); err != nil {
-			return m, apierrors.InvalidRedirectURI("%s", err.Error())
-		}
+	m.ClientName = name
+	if err := checkClientRedirectURIs(m.RedirectURIs); err != nil {
+		return m, apierrors.InvalidRedirectURI("%s", err)
 	}
 	m.RedirectURIs = dedupe(m.RedirectURIs)
 	switch m.TokenEndpointAuthMethod {
@@ -253,27 +242,14 @@ func (s *Server) checkClientMetadata(m ClientMetadata) (ClientMetadata, error) {
 	default:
 		return m, apierrors.InvalidClientMetadata("token_endpoint_auth_method must be none, client_secret_basic or client_secret_post")
 	}
-	for _, g := range m.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
-			return m, apierrors.InvalidClientMetadata("grant_types may name authorization_code and refresh_token alone: a registered client acts for the users who approve it")
-		}
+	if err := checkClientGrants(m.GrantTypes, m.ResponseTypes); err != nil {
+		return m, apierrors.InvalidClientMetadata("%s", err)
 	}
-	m.GrantTypes = []string{"authorization_code", "refresh_token"}
-	for _, r := range m.ResponseTypes {
-		if r != "code" {
-			return m, apierrors.InvalidClientMetadata("response_types may name code alone")
-		}
-	}
-	m.ResponseTypes = []string{"code"}
+	m.GrantTypes, m.ResponseTypes = []string{"authorization_code", "refresh_token"}, []string{"code"}
 	allowed := s.registrableScopes()
 	scopes := ParseScope(m.Scope)
-	for _, sc := range scopes {
-		if !validScopeToken(sc) {
-			return m, apierrors.InvalidClientMetadata("scope %q is malformed", excerpt.Cut(sc, 64))
-		}
-		if !slices.Contains(allowed, sc) {
-			return m, apierrors.InvalidClientMetadata("scope %q is not a scope of this server", excerpt.Cut(sc, 64))
-		}
+	if err := checkClientScopes(scopes, allowed); err != nil {
+		return m, apierrors.InvalidClientMetadata("%s", err)
 	}
 	if len(scopes) == 0 {
 		scopes = allowed

@@ -100,6 +100,24 @@ type Server struct {
 	// Store must implement RegistrationStore for the other two. See
 	// RegisterClient.
 	Registration RegistrationMode
+	// ClientMetadataDocuments, when set, accepts clients that nobody
+	// registered and that identify themselves by a client_id that is an
+	// https URL: the URL of their client metadata document, fetched and
+	// checked as ClientMetadataDocuments says (through an SSRF guard,
+	// small, quick, no redirects, cached). Such a client is a public client
+	// (token_endpoint_auth_method none: the authorization-code grant with
+	// PKCE, and refresh) of no organization; the URL is its client id
+	// everywhere (oauth_client_id, introspection, connected apps), and the
+	// consent page names it with the host of the URL, since its name is
+	// its own claim. Its scopes are those its document's scope member
+	// lists, which must all be in ScopesSupported, or else every scope of
+	// ScopesSupported. A client_id whose document cannot be fetched or is
+	// not valid is an unknown client: an error page at the authorization
+	// endpoint, with the reason, and invalid_client at the token
+	// endpoints. Nil turns the feature off: an https client_id is then an
+	// unknown client like any other, and the metadata does not announce
+	// client_id_metadata_document_supported.
+	ClientMetadataDocuments *ClientMetadataDocuments
 }
 
 // checkResource returns the resource indicator a request named, "" for
@@ -222,10 +240,15 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 		return nil, apierrors.InvalidClient(scheme, "client authentication is required")
 	}
 	app, err := s.app(ctx, clientID)
+	var docErr *ClientMetadataError
 	switch {
 	case errors.Is(err, ErrNotFound):
 		secretMatches(secret, dummyHash)
 		return nil, apierrors.InvalidClient(scheme, "client authentication failed")
+	case errors.Is(err, errTooManyFetches):
+		return nil, apierrors.Unavailable("the server is fetching too many client metadata documents at once; try again in a moment")
+	case errors.As(err, &docErr):
+		return nil, apierrors.InvalidClient(scheme, "the client metadata document of client_id cannot be used: %s", docErr.Reason)
 	case err != nil:
 		return nil, apierrors.Internal(fmt.Errorf("oauth: load app: %w", err))
 	}
@@ -245,12 +268,46 @@ func (s *Server) AuthenticateClient(ctx context.Context, clientID, secret, schem
 }
 
 // app returns the app of clientID: the one authenticated for this request
-// (IdentifyClient) when it is that client's, else the store's.
+// (IdentifyClient) when it is that client's, else lookupApp's.
 func (s *Server) app(ctx context.Context, clientID string) (*App, error) {
 	if app, ok := AuthenticatedApp(ctx); ok && app.ClientID == clientID {
 		return app, nil
 	}
+	return s.lookupApp(ctx, clientID)
+}
+
+// lookupApp returns the app of clientID: when ClientMetadataDocuments is
+// set and clientID is an https URL, the public client its metadata
+// document describes (or a *ClientMetadataError); else the store's app (or
+// ErrNotFound). A URL is never looked for in the store, whose client ids
+// this server makes.
+func (s *Server) lookupApp(ctx context.Context, clientID string) (*App, error) {
+	if d := s.ClientMetadataDocuments; d != nil && IsClientMetadataURL(clientID) {
+		now := s.now
+		if d.Now != nil {
+			now = d.Now
+		}
+		doc, err := d.resolve(ctx, clientID, now)
+		if err != nil {
+			return nil, err
+		}
+		return doc.app(s.registrableScopes())
+	}
 	return s.Store.App(ctx, clientID)
+}
+
+// clientHost returns the host of the client id of app when app comes from
+// a client metadata document, else "": the consent and sign-in pages show
+// it beside the name, which such a client claims for itself.
+func (s *Server) clientHost(app *App) string {
+	if s.ClientMetadataDocuments == nil || !IsClientMetadataURL(app.ClientID) {
+		return ""
+	}
+	u, err := url.Parse(app.ClientID)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 // ClientCredentials runs the client-credentials grant for an authenticated
@@ -625,10 +682,15 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 	if r.ClientID == "" {
 		return nil, nil, apierrors.InvalidRequest("client_id is required")
 	}
-	app, err := s.Store.App(ctx, r.ClientID)
+	app, err := s.lookupApp(ctx, r.ClientID)
+	var docErr *ClientMetadataError
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return nil, nil, apierrors.InvalidRequest("unknown client_id")
+	case errors.Is(err, errTooManyFetches):
+		return nil, nil, apierrors.Unavailable("the server is fetching too many client metadata documents at once; try again in a moment")
+	case errors.As(err, &docErr):
+		return nil, nil, apierrors.InvalidRequest("unknown client_id: its client metadata document cannot be used: %s", docErr.Reason)
 	case err != nil:
 		return nil, nil, apierrors.Internal(fmt.Errorf("oauth: load app: %w", err))
 	case r.RedirectURI == "":

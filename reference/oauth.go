@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/waybillhq/waybill/events"
+	"github.com/waybillhq/waybill/netguard"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/oauth/sqlstore"
@@ -210,6 +211,25 @@ func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *bearer.KeySet, issu
 		Logger:          logger,
 		Realm:           realm,
 	}
+}
+
+// clientMetadataTestHook, when set, adjusts the resolver of client
+// metadata documents that serve builds: tests set it, once and before any
+// server with --client-metadata-documents starts, to trust the certificate
+// of their httptest TLS server and to shorten the fetch timeout. It is for
+// tests only; nothing else sets it, and no flag reaches it.
+var clientMetadataTestHook func(*oauth.ClientMetadataDocuments)
+
+// newClientMetadataDocuments returns the resolver of client metadata
+// documents of --client-metadata-documents, with the SSRF guard of the
+// webhooks: no address that is not public unless allowPrivate
+// (--webhook-allow-private).
+func newClientMetadataDocuments(allowPrivate bool) *oauth.ClientMetadataDocuments {
+	d := &oauth.ClientMetadataDocuments{Guard: netguard.Guard{AllowPrivate: allowPrivate}}
+	if clientMetadataTestHook != nil {
+		clientMetadataTestHook(d)
+	}
+	return d
 }
 
 // adminOAuthServer returns the token service of an admin command: no keys

@@ -95,6 +95,11 @@ type serveConfig struct {
 	// access token from "waybill admin registration-token create") or
 	// "open" (anyone).
 	Registration string
+	// ClientMetadataDocuments accepts clients whose client_id is the https
+	// URL of their client metadata document (see
+	// oauth.ClientMetadataDocuments); WebhookAllowPrivate lets those
+	// documents be at addresses that are not public too.
+	ClientMetadataDocuments bool
 }
 
 // parseServeFlags parses the serve command's flags from args and their
@@ -123,6 +128,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints be at addresses that are not globally reachable: loopback, private, link-local and the other special-purpose ranges (refused otherwise, so that no organization reaches this server's network); for tests and private deployments")
 	fs.StringVar(&cfg.Registration, "registration", "off", "who may register OAuth clients at POST /auth/v1/oauth/register (Dynamic Client Registration, RFC 7591), `mode`: off (nobody; the endpoint answers 404), token (holders of an initial access token from \"waybill admin registration-token create\") or open (anyone, rate limited per address); registered clients get the authorization-code grant alone")
 	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", defaultWebhookTimeout, "longest one attempt of a webhook delivery may take (connecting, sending, the receiver's answer) before it counts as failed; a replica that dies mid-delivery leaves it to the others after six times this")
+	fs.BoolVar(&cfg.ClientMetadataDocuments, "client-metadata-documents", false, "accept, as a public client, a client_id that is the https URL of its client metadata document (OAuth Client ID Metadata Document): the document is fetched at that URL (at most 5 KiB within 5 seconds, no redirects, not from addresses that are not globally reachable unless --webhook-allow-private) and cached as its Cache-Control says, from 5 minutes to 24 hours; the consent page names the client with the host of its URL")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
 	}
@@ -272,6 +278,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	tokens := newOAuthServer(db, store, keys, issuer, logger)
 	tokens.RefreshMaxAge = cfg.RefreshMaxAge
 	tokens.Registration, _ = oauth.ParseRegistrationMode(cfg.Registration) // checked by parseServeFlags
+	if cfg.ClientMetadataDocuments {
+		tokens.ClientMetadataDocuments = newClientMetadataDocuments(cfg.WebhookAllowPrivate)
+	}
 	cutoffs, err := newCutOffs(ctx, store, db, dialect, logger)
 	if err != nil {
 		_ = ln.Close()

@@ -27,11 +27,12 @@
 //     when the app is disconnected from it; no other app may enable them
 //     again. A server calls it for every cut-off it learns of
 //     (bearer.CutOffList.OnCutOff).
-//   - Guard refuses endpoints at addresses that are not globally reachable
-//     (loopback, private, link-local, documentation, 6to4, Teredo and the
-//     rest of the IANA special-purpose blocks), when they are registered
-//     and again when each connection is made, unless the operator allows
-//     them; its errors never tell what a name resolves to.
+//   - Guard (an alias of netguard.Guard) refuses endpoints at addresses
+//     that are not globally reachable (loopback, private, link-local,
+//     documentation, 6to4, Teredo and the rest of the IANA special-purpose
+//     blocks), when they are registered and again when each connection is
+//     made, unless the operator allows them; its errors never tell what a
+//     name resolves to.
 //   - Package webhook/signature signs deliveries and verifies them: the
 //     headers webhook-id (the event's id), webhook-timestamp (Unix seconds)
 //     and webhook-signature ("v1," and the base64 HMAC-SHA256 of

@@ -2,6 +2,8 @@ package oauth_test
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/waybillhq/waybill/netguard"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
@@ -76,9 +79,12 @@ func BenchmarkClientCredentialsFloor(b *testing.B) {
 
 // BenchmarkCodeExchangeHTTP is the authorization-code exchange through the
 // HTTP handler on PostgreSQL, for a confidential client (HTTP Basic, its
-// secret's hash compared) and for a public one (client_id alone): load and
-// redeem the code, check PKCE and the membership, save the refresh token,
-// sign. Issuing each code (the consent's work) is not timed.
+// secret's hash compared), for a public one (client_id alone), and for a
+// client of a metadata document (client_id the URL of its document, on an
+// httptest TLS server, already in the cache, as it is for every step of a
+// flow after the authorization request): load and redeem the code, check
+// PKCE and the membership, save the refresh token, sign. Issuing each code
+// (the consent's work) is not timed.
 func BenchmarkCodeExchangeHTTP(b *testing.B) {
 	e := newBenchEnv(b)
 	public, _, err := e.srv.RegisterApp(context.Background(), oauth.NewApp{
@@ -87,12 +93,28 @@ func BenchmarkCodeExchangeHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	var docURL string
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": docURL, "client_name": "Acme Agent",
+			"redirect_uris": []string{redirect}, "token_endpoint_auth_method": "none", "scope": appScopes})
+	}))
+	b.Cleanup(docs.Close)
+	docURL = docs.URL + "/agent.json"
+	roots := x509.NewCertPool()
+	roots.AddCert(docs.Certificate())
+	e.srv.ScopesSupported = oauth.ParseScope(appScopes)
+	e.srv.ClientMetadataDocuments = &oauth.ClientMetadataDocuments{Guard: netguard.Guard{AllowPrivate: true}, RootCAs: roots}
+	if _, err := e.srv.ClientMetadataDocuments.Resolve(context.Background(), docURL); err != nil {
+		b.Fatal(err)
+	}
 	h := e.srv.Handler()
 	for _, c := range []struct {
 		name   string
 		app    *oauth.App
 		secret string
-	}{{"confidential", e.app, e.secret}, {"public", public, ""}} {
+	}{{"confidential", e.app, e.secret}, {"public", public, ""}, {"metadata-document", &oauth.App{ClientID: docURL}, ""}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,4 +1,4 @@
-package webhook_test
+package netguard_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/netguard"
 )
 
 // BenchmarkGuardCheckURL measures the check of a URL whose host is a
@@ -14,7 +14,7 @@ import (
 // work an address takes — against its floor: parsing the URL and the
 // address, which any check needs.
 func BenchmarkGuardCheckURL(b *testing.B) {
-	var g webhook.Guard
+	var g netguard.Guard
 	for _, u := range []string{"https://93.184.216.34/hooks/waybill", "https://[2606:2800:220:1:248:1893:25c8:1946]/hooks/waybill"} {
 		name := "ipv4"
 		if u[8] == '[' {

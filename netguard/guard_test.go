@@ -1,4 +1,4 @@
-package webhook_test
+package netguard_test
 
 import (
 	"context"
@@ -15,10 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/netguard"
 )
 
 // hostsOnlyResolver resolves names from /etc/hosts only (localhost works)
@@ -87,18 +84,18 @@ func TestGuardCheckURL(t *testing.T) {
 		{"too long", "https://93.184.216.34/" + strings.Repeat("a", 2048), false, "longer than 2048"},
 		{"empty", "", false, "must be absolute"},
 	}
-	g := webhook.Guard{Resolver: hostsOnlyResolver()}
+	g := netguard.Guard{Resolver: hostsOnlyResolver()}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := g.CheckURL(context.Background(), tt.url)
 			if tt.msg == "" {
-				require.NoError(t, err)
+				must.NoError(t, err)
 				return
 			}
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.msg)
-			assert.NotContains(t, err.Error(), "webhook:", "the message is meant for clients")
-			assert.Equal(t, tt.private, errors.Is(err, webhook.ErrPrivateAddress))
+			must.Error(t, err)
+			expect.Contains(t, err.Error(), tt.msg)
+			expect.NotContains(t, err.Error(), "netguard:", "the message is meant for clients")
+			expect.Equal(t, tt.private, errors.Is(err, netguard.ErrPrivateAddress))
 		})
 	}
 }
@@ -121,15 +118,15 @@ func TestGuardCheckURLAllowPrivate(t *testing.T) {
 		{"fragment", "http://127.0.0.1/hook#x", false},
 		{"name that does not resolve", "http://hooks.example.invalid/", false},
 	}
-	g := webhook.Guard{AllowPrivate: true, Resolver: hostsOnlyResolver()}
+	g := netguard.Guard{AllowPrivate: true, Resolver: hostsOnlyResolver()}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := g.CheckURL(context.Background(), tt.url)
 			if tt.ok {
-				require.NoError(t, err)
+				must.NoError(t, err)
 			} else {
-				require.Error(t, err)
-				assert.NotErrorIs(t, err, webhook.ErrPrivateAddress)
+				must.Error(t, err)
+				expect.NotErrorIs(t, err, netguard.ErrPrivateAddress)
 			}
 		})
 	}
@@ -143,7 +140,7 @@ func TestGuardClient(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	_, port, err := net.SplitHostPort(srv.Listener.Addr().String())
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	tests := []struct {
 		name         string
@@ -159,25 +156,25 @@ func TestGuardClient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := hits.Load()
-			c := webhook.Guard{AllowPrivate: tt.allowPrivate, Resolver: hostsOnlyResolver()}.Client(5 * time.Second)
+			c := netguard.Guard{AllowPrivate: tt.allowPrivate, Resolver: hostsOnlyResolver()}.Client(5 * time.Second)
 			resp, err := c.Post(tt.url, "application/json", strings.NewReader(`{}`))
 			if !tt.ok {
-				require.Error(t, err)
-				assert.ErrorIs(t, err, webhook.ErrPrivateAddress)
-				assert.Equal(t, before, hits.Load(), "the server got no request")
+				must.Error(t, err)
+				expect.ErrorIs(t, err, netguard.ErrPrivateAddress)
+				expect.Equal(t, before, hits.Load(), "the server got no request")
 				return
 			}
-			require.NoError(t, err)
+			must.NoError(t, err)
 			resp.Body.Close()
-			assert.Equal(t, http.StatusNoContent, resp.StatusCode)
-			assert.Equal(t, before+1, hits.Load())
+			expect.Equal(t, http.StatusNoContent, resp.StatusCode)
+			expect.Equal(t, before+1, hits.Load())
 		})
 	}
 }
 
 func TestGuardDialContext(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	must.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -189,7 +186,7 @@ func TestGuardDialContext(t *testing.T) {
 		}
 	}()
 	_, port, err := net.SplitHostPort(ln.Addr().String())
-	require.NoError(t, err)
+	must.NoError(t, err)
 
 	tests := []struct {
 		name         string
@@ -205,14 +202,14 @@ func TestGuardDialContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := webhook.Guard{AllowPrivate: tt.allowPrivate, Resolver: hostsOnlyResolver()}
+			g := netguard.Guard{AllowPrivate: tt.allowPrivate, Resolver: hostsOnlyResolver()}
 			c, err := g.DialContext(context.Background(), "tcp", tt.addr)
 			if !tt.ok {
-				require.ErrorIs(t, err, webhook.ErrPrivateAddress)
-				assert.NotContains(t, err.Error(), "ErrPrivateAddress")
+				must.ErrorIs(t, err, netguard.ErrPrivateAddress)
+				expect.NotContains(t, err.Error(), "ErrPrivateAddress")
 				return
 			}
-			require.NoError(t, err)
+			must.NoError(t, err)
 			c.Close()
 		})
 	}
@@ -220,7 +217,7 @@ func TestGuardDialContext(t *testing.T) {
 
 func TestGuardClientDoesNotFollowRedirects(t *testing.T) {
 	var followed atomic.Bool
-	c := webhook.Guard{AllowPrivate: true}.Client(5 * time.Second)
+	c := netguard.Guard{AllowPrivate: true}.Client(5 * time.Second)
 	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect} {
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			mux := http.NewServeMux()
@@ -234,10 +231,10 @@ func TestGuardClientDoesNotFollowRedirects(t *testing.T) {
 			srv := httptest.NewServer(mux)
 			t.Cleanup(srv.Close)
 			resp, err := c.Post(srv.URL+"/hook", "application/json", strings.NewReader(`{}`))
-			require.NoError(t, err)
+			must.NoError(t, err)
 			resp.Body.Close()
-			assert.Equal(t, code, resp.StatusCode, "the 3xx is the answer")
-			assert.False(t, followed.Load(), "the redirect was not followed")
+			expect.Equal(t, code, resp.StatusCode, "the 3xx is the answer")
+			expect.False(t, followed.Load(), "the redirect was not followed")
 		})
 	}
 }
@@ -249,11 +246,11 @@ func TestGuardClientTimeout(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(block); srv.Close() })
 
-	c := webhook.Guard{AllowPrivate: true}.Client(200 * time.Millisecond)
+	c := netguard.Guard{AllowPrivate: true}.Client(200 * time.Millisecond)
 	start := time.Now()
 	_, err := c.Post(srv.URL, "application/json", strings.NewReader(`{}`))
-	require.Error(t, err)
-	assert.Less(t, time.Since(start), 5*time.Second)
+	must.Error(t, err)
+	expect.Less(t, time.Since(start), 5*time.Second)
 }
 
 func TestGuardClientSettings(t *testing.T) {
@@ -268,16 +265,16 @@ func TestGuardClientSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := webhook.Guard{}.Client(tt.timeout)
-			assert.Equal(t, tt.want, c.Timeout)
+			c := netguard.Guard{}.Client(tt.timeout)
+			expect.Equal(t, tt.want, c.Timeout)
 			tr, ok := c.Transport.(*http.Transport)
-			require.True(t, ok)
-			assert.Nil(t, tr.Proxy, "no proxy, not even one the environment names")
-			assert.NotNil(t, tr.DialContext)
-			assert.Equal(t, tt.want, tr.ResponseHeaderTimeout)
-			assert.NotZero(t, tr.TLSHandshakeTimeout)
-			assert.Equal(t, 8, tr.MaxIdleConnsPerHost)
-			assert.Equal(t, 90*time.Second, tr.IdleConnTimeout)
+			must.True(t, ok)
+			expect.Nil(t, tr.Proxy, "no proxy, not even one the environment names")
+			expect.NotNil(t, tr.DialContext)
+			expect.Equal(t, tt.want, tr.ResponseHeaderTimeout)
+			expect.NotZero(t, tr.TLSHandshakeTimeout)
+			expect.Equal(t, 8, tr.MaxIdleConnsPerHost)
+			expect.Equal(t, 90*time.Second, tr.IdleConnTimeout)
 		})
 	}
 }
@@ -418,8 +415,8 @@ var guardRanges = []struct {
 // the block next to it.
 func TestGuardCheckURLRanges(t *testing.T) {
 	t.Parallel()
-	g := webhook.Guard{Resolver: hostsOnlyResolver()}
-	allow := webhook.Guard{AllowPrivate: true, Resolver: hostsOnlyResolver()}
+	g := netguard.Guard{Resolver: hostsOnlyResolver()}
+	allow := netguard.Guard{AllowPrivate: true, Resolver: hostsOnlyResolver()}
 	for _, tt := range guardRanges {
 		t.Run(tt.addr, func(t *testing.T) {
 			ip := netip.MustParseAddr(tt.addr)
@@ -428,13 +425,13 @@ func TestGuardCheckURLRanges(t *testing.T) {
 				u = "https://[" + tt.addr + "]/hook"
 			}
 			err := g.CheckURL(context.Background(), u)
-			require.NoError(t, allow.CheckURL(context.Background(), u), "AllowPrivate allows every address")
+			must.NoError(t, allow.CheckURL(context.Background(), u), "AllowPrivate allows every address")
 			if tt.kind == "" {
-				assert.NoError(t, err)
+				expect.NoError(t, err)
 				return
 			}
-			require.ErrorIs(t, err, webhook.ErrPrivateAddress)
-			assert.Equal(t, "the URL's host is "+tt.kind+" address ("+ip.String()+")", err.Error())
+			must.ErrorIs(t, err, netguard.ErrPrivateAddress)
+			expect.Equal(t, "the URL's host is "+tt.kind+" address ("+ip.String()+")", err.Error())
 		})
 	}
 }
@@ -444,7 +441,7 @@ func TestGuardCheckURLRanges(t *testing.T) {
 // address.
 func TestGuardDialContextRanges(t *testing.T) {
 	t.Parallel()
-	g := webhook.Guard{Resolver: hostsOnlyResolver()}
+	g := netguard.Guard{Resolver: hostsOnlyResolver()}
 	for _, tt := range guardRanges {
 		if tt.kind == "" {
 			continue // a public address would be dialled
@@ -454,8 +451,8 @@ func TestGuardDialContextRanges(t *testing.T) {
 			if errors.Is(err, syscall.EAFNOSUPPORT) {
 				t.Skip("no IPv6 on this machine")
 			}
-			require.ErrorIs(t, err, webhook.ErrPrivateAddress)
-			assert.Equal(t, "webhook: refused to connect to "+tt.kind+" address", err.Error())
+			must.ErrorIs(t, err, netguard.ErrPrivateAddress)
+			expect.Equal(t, "netguard: refused to connect to "+tt.kind+" address", err.Error())
 		})
 	}
 }
@@ -537,24 +534,24 @@ func TestGuardDoesNotTellWhatNamesResolveTo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := webhook.Guard{Resolver: fakeResolver(tt.addrs...)}
+			g := netguard.Guard{Resolver: fakeResolver(tt.addrs...)}
 			err := g.CheckURL(context.Background(), "https://hooks.internal.example/hook")
-			require.ErrorIs(t, err, webhook.ErrPrivateAddress)
-			assert.Equal(t, "the URL's host resolves to "+tt.kind+" address", err.Error())
+			must.ErrorIs(t, err, netguard.ErrPrivateAddress)
+			expect.Equal(t, "the URL's host resolves to "+tt.kind+" address", err.Error())
 			if len(tt.addrs) == 1 {
 				_, err = g.DialContext(context.Background(), "tcp", "hooks.internal.example:443")
 				if errors.Is(err, syscall.EAFNOSUPPORT) {
 					t.Skip("no IPv6 on this machine")
 				}
-				require.ErrorIs(t, err, webhook.ErrPrivateAddress)
-				assert.Equal(t, "webhook: refused to connect to "+tt.kind+" address", err.Error())
+				must.ErrorIs(t, err, netguard.ErrPrivateAddress)
+				expect.Equal(t, "netguard: refused to connect to "+tt.kind+" address", err.Error())
 			}
 			for _, a := range tt.addrs {
 				for _, form := range []string{a, netip.MustParseAddr(a).StringExpanded()} {
-					assert.NotContains(t, err.Error(), form)
+					expect.NotContains(t, err.Error(), form)
 				}
 			}
-			require.NoError(t, webhook.Guard{AllowPrivate: true, Resolver: fakeResolver(tt.addrs...)}.
+			must.NoError(t, netguard.Guard{AllowPrivate: true, Resolver: fakeResolver(tt.addrs...)}.
 				CheckURL(context.Background(), "https://hooks.internal.example/hook"), "AllowPrivate allows it")
 		})
 	}

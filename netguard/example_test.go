@@ -1,4 +1,4 @@
-package webhook_test
+package netguard_test
 
 import (
 	"bytes"
@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/waybillhq/waybill/webhook"
+	"github.com/waybillhq/waybill/netguard"
 )
 
-// CheckURL explains to the client why it refuses an endpoint's URL.
+// CheckURL explains to the client why it refuses a URL it gave.
 func ExampleGuard_CheckURL() {
-	var g webhook.Guard // refuses addresses that are not public
+	var g netguard.Guard // refuses addresses that are not public
 	for _, u := range []string{
 		"https://93.184.216.34/hooks/waybill",
 		"http://169.254.169.254/latest/meta-data/",
@@ -22,7 +22,7 @@ func ExampleGuard_CheckURL() {
 		"https://user:password@93.184.216.34/hook",
 	} {
 		err := g.CheckURL(context.Background(), u)
-		fmt.Printf("%v (private address: %t)\n", err, errors.Is(err, webhook.ErrPrivateAddress))
+		fmt.Printf("%v (private address: %t)\n", err, errors.Is(err, netguard.ErrPrivateAddress))
 	}
 	// Output:
 	// <nil> (private address: false)
@@ -31,17 +31,17 @@ func ExampleGuard_CheckURL() {
 	// the URL must not contain a user name or password (private address: false)
 }
 
-// A dispatcher delivers through Client, so that a host name that resolves
+// A server sends its requests to the URLs clients give through Client, so that a host name that resolves
 // to a private address at delivery, though not at registration, is
 // refused too.
 func ExampleGuard_Client() {
-	client := webhook.Guard{}.Client(10 * time.Second)
+	client := netguard.Guard{}.Client(10 * time.Second)
 	req, err := http.NewRequest(http.MethodPost, "http://localhost:8081/", bytes.NewReader([]byte(`{}`)))
 	if err != nil {
 		log.Fatal(err)
 	}
 	_, err = client.Do(req)
-	fmt.Println(errors.Is(err, webhook.ErrPrivateAddress))
+	fmt.Println(errors.Is(err, netguard.ErrPrivateAddress))
 	// Output:
 	// true
 }

@@ -1,4 +1,26 @@
-package webhook
+// Package netguard keeps the HTTP requests a server makes on behalf of
+// its clients — to a webhook endpoint an organization registered, to the
+// metadata document of an OAuth client whose client_id is a URL — away
+// from the network the server itself runs in: server-side request
+// forgery (SSRF). A client that gives http://169.254.169.254/ (the cloud
+// metadata service), http://10.0.0.5/admin or a name that resolves to
+// 127.0.0.1 must not make the server send requests there.
+//
+// Guard.CheckURL refuses such URLs when a client gives them, with a
+// message meant for that client; Guard.DialContext, and Guard.Client,
+// which connects through it, refuse to connect to such addresses when
+// the request is made, so a name changed to resolve to a private address
+// after it was checked (DNS rebinding) reaches nothing either. The
+// refused addresses are every block of the IANA IPv4 and IPv6
+// special-purpose address registries that is not globally reachable
+// (loopback, private, link-local, shared, documentation, benchmarking,
+// reserved, ...), multicast, 6to4, Teredo and site-local; Guard.AllowPrivate
+// turns the address rules off for tests and development setups. Errors
+// about addresses wrap ErrPrivateAddress and never tell what a name
+// resolves to.
+//
+// The package uses the standard library only.
+package netguard
 
 import (
 	"context"
@@ -15,34 +37,36 @@ import (
 	"time"
 )
 
-// ErrPrivateAddress is the error, wrapped, of a webhook URL whose host is
-// or resolves to an address that is not public — loopback, private,
+// ErrPrivateAddress is the error, wrapped, of a URL whose host is or
+// resolves to an address that is not public — loopback, private,
 // link-local, unspecified, multicast, shared (carrier-grade NAT),
 // documentation, benchmarking, 6to4, Teredo or otherwise reserved — and of
 // a connection to such an address, when the Guard does not allow them.
-var ErrPrivateAddress = errors.New("webhook: the address is not public")
+var ErrPrivateAddress = errors.New("netguard: the address is not public")
 
-// maxURLLength is the longest webhook URL CheckURL accepts, in bytes.
-const maxURLLength = 2048
+// MaxURLLength is the longest URL CheckURL accepts, in bytes.
+const MaxURLLength = 2048
 
-// defaultDeliveryTimeout is the timeout of Guard.Client when it is given none.
-const defaultDeliveryTimeout = 30 * time.Second
+// defaultTimeout is the timeout of Guard.Client when it is given none.
+const defaultTimeout = 30 * time.Second
 
-// Guard keeps webhook deliveries away from the network the server runs
-// in (server-side request forgery): an organization that registers
-// http://169.254.169.254/ or http://10.0.0.5/admin as its endpoint must
-// not make the server send requests there. CheckURL refuses such URLs at
-// registration; DialContext, which Client uses, refuses to connect to
-// such addresses at delivery, after a name that resolved to a public
-// address at registration was changed to resolve to a private one (DNS
-// rebinding).
+// Guard keeps the requests a server makes to URLs its clients give it —
+// webhook deliveries, fetches of client metadata documents — away from
+// the network the server runs in (server-side request forgery): an
+// organization that registers http://169.254.169.254/ or
+// http://10.0.0.5/admin as its webhook endpoint must not make the server
+// send requests there. CheckURL refuses such URLs when they are given;
+// DialContext, which Client uses, refuses to connect to such addresses
+// when the request is made, after a name that resolved to a public
+// address when it was checked was changed to resolve to a private one
+// (DNS rebinding).
 //
 // The zero Guard refuses every address that is not public and resolves
 // names with net.DefaultResolver.
 type Guard struct {
 	// AllowPrivate allows every address: loopback, private and the rest.
-	// Tests and development setups, whose receivers run on the same
-	// machine or network, turn it on.
+	// Tests and development setups, whose receivers and servers run on
+	// the same machine or network, turn it on.
 	AllowPrivate bool
 	// Resolver resolves the host names of URLs and of connections; nil
 	// means net.DefaultResolver.
@@ -70,8 +94,9 @@ func refuse(format string, args ...any) error {
 	return &guardError{msg: fmt.Sprintf(format, args...)}
 }
 
-// CheckURL checks raw, the URL of a webhook endpoint an organization
-// registers. The URL must be absolute, http or https, with a host, without
+// CheckURL checks raw, a URL a client gives the server to send requests
+// to (the URL of a webhook endpoint an organization registers, for
+// example). The URL must be absolute, http or https, with a host, without
 // user name, password or fragment, and at most 2048 bytes long. Its host
 // — an IP address, or a name, which CheckURL resolves to all its addresses
 // — must be globally reachable, unless g.AllowPrivate: not in a block of
@@ -95,8 +120,8 @@ func refuse(format string, args ...any) error {
 // name resolves to: those are the server's network's business. For the
 // address rules it wraps ErrPrivateAddress.
 func (g Guard) CheckURL(ctx context.Context, raw string) error {
-	if len(raw) > maxURLLength {
-		return refuse("the URL is longer than %d characters", maxURLLength)
+	if len(raw) > MaxURLLength {
+		return refuse("the URL is longer than %d characters", MaxURLLength)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -154,15 +179,16 @@ func (g Guard) resolver() *net.Resolver {
 }
 
 // DialContext connects to addr on the named network as net.Dialer does,
-// for the Transport that delivers webhooks. Unless g.AllowPrivate, it
+// for the Transport of requests to the URLs clients give. Unless g.AllowPrivate, it
 // refuses, with an error that wraps ErrPrivateAddress, to connect to an
 // address CheckURL refuses; the check is made on the address the
 // connection is about to use, after resolution, so a name that resolves
-// to a different address now than at registration cannot reach the
+// to a different address now than when it was checked cannot reach the
 // server's own network. When a name has several addresses, the refused
 // ones are skipped and the others tried. The error of a refusal names the
-// kind of address, not the address: a delivery's attempts show it to the
-// organization, which has no business knowing what its URL's name
+// kind of address, not the address: a server may show it to the client
+// that gave the URL (a webhook delivery's attempts show it to the
+// organization), which has no business knowing what its URL's name
 // resolves to inside the server's network.
 func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{
@@ -188,24 +214,25 @@ func (g Guard) control(network, address string, _ syscall.RawConn) error {
 	}
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return &guardError{msg: "webhook: refused to connect to an address that is not an IP address and port", private: true}
+		return &guardError{msg: "netguard: refused to connect to an address that is not an IP address and port", private: true}
 	}
 	if kind := nonPublicKind(ap.Addr()); kind != "" {
-		return &guardError{msg: fmt.Sprintf("webhook: refused to connect to %s address", kind), private: true}
+		return &guardError{msg: fmt.Sprintf("netguard: refused to connect to %s address", kind), private: true}
 	}
 	return nil
 }
 
-// Client returns an HTTP client for delivering webhooks: it connects
-// through g.DialContext, uses no proxy (not even one the environment
-// names), does not follow redirects (a 3xx answer is returned as it is,
-// and counts as a failed delivery), and gives up on a request after
+// Client returns an HTTP client for requests to the URLs clients give
+// (webhook deliveries, for example): it connects through g.DialContext,
+// uses no proxy (not even one the environment names), does not follow
+// redirects (a 3xx answer is returned as it is, for the caller to treat
+// as a failure), and gives up on a request after
 // timeout, which also bounds the wait for the response headers; zero or
 // less means 30 seconds. TLS handshakes time out after 10 seconds, at
 // most 8 idle connections are kept per host, for 90 seconds.
 func (g Guard) Client(timeout time.Duration) *http.Client {
 	if timeout <= 0 {
-		timeout = defaultDeliveryTimeout
+		timeout = defaultTimeout
 	}
 	t := &http.Transport{
 		Proxy:                  nil,
@@ -229,7 +256,7 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 	}
 }
 
-// nonPublic are the blocks of addresses a webhook is not delivered to,
+// nonPublic are the blocks of addresses the Guard refuses,
 // with the words of an error for each ("the URL's host is a loopback
 // address"): those of the IANA special-purpose address registries for
 // IPv4 (RFC 6890 and its updates) and IPv6 that are not globally
@@ -248,7 +275,8 @@ var nonPublic = []struct {
 	{netip.MustParsePrefix("169.254.0.0/16"), "a link-local"},
 	{netip.MustParsePrefix("172.16.0.0/12"), "a private"},
 	// RFC 6890: DS-Lite, NAT64 discovery, PCP and TURN anycast; the
-	// anycast ones (192.0.0.9, 192.0.0.10) are reachable, and no webhook's.
+	// anycast ones (192.0.0.9, 192.0.0.10) are reachable, and no one's
+	// server a client would name.
 	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved (IETF protocol assignments, 192.0.0.0/24)"},
 	{netip.MustParsePrefix("192.0.2.0/24"), "a documentation (TEST-NET-1, 192.0.2.0/24)"},
 	{netip.MustParsePrefix("192.88.99.0/24"), "a 6to4 relay anycast (192.88.99.0/24)"}, // RFC 7526
@@ -268,7 +296,7 @@ var nonPublic = []struct {
 	{netip.MustParsePrefix("100:0:0:1::/64"), "a dummy (100:0:0:1::/64)"},                           // the dummy IPv6 prefix
 	{netip.MustParsePrefix("2001::/32"), "a Teredo (2001::/32)"},                                    // RFC 4380, embeds an IPv4 address
 	// RFC 2928; the few reachable blocks inside (anycast services, AMT,
-	// AS112, ORCHIDv2, drone identifiers) are no webhook's either.
+	// AS112, ORCHIDv2, drone identifiers) are no one's server either.
 	{netip.MustParsePrefix("2001::/23"), "a reserved (IETF protocol assignments, 2001::/23)"},
 	{netip.MustParsePrefix("2001:db8::/32"), "a documentation (2001:db8::/32)"}, // RFC 3849
 	{netip.MustParsePrefix("2002::/16"), "a 6to4 (2002::/16)"},                  // RFC 3056, embeds an IPv4 address
