@@ -469,7 +469,10 @@ type consentPage struct {
 	// client metadata document, "" for a registered app: shown beside the
 	// name, which such an app claims for itself.
 	ClientHost string
-	Email      string
+	// SelfRegistered marks an app that registered itself (Dynamic Client
+	// Registration): its name is its own claim too.
+	SelfRegistered bool
+	Email          string
 	// SwitchUser is the sign-in page, coming back to this request.
 	SwitchUser string
 	// RedirectHost is where the answer goes, shown to the user.
@@ -507,7 +510,7 @@ func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, app *App,
 	}
 	p := s.paths()
 	page := consentPage{
-		Title: "Allow " + app.Name, Action: p.Consent, AppName: app.Name, ClientHost: s.clientHost(app), Email: sess.Email,
+		Title: "Allow " + app.Name, Action: p.Consent, AppName: app.Name, ClientHost: s.clientHost(app), SelfRegistered: len(app.RegistrationTokenHash) > 0, Email: sess.Email,
 		SwitchUser: p.loginURL(p.authorizeURL(req.afterSignIn())), RedirectHost: redirectHost(req.RedirectURI),
 		Organizations: memberships, CSRF: s.consentCSRF(sess),
 	}

@@ -997,3 +997,28 @@ func TestConsentAppendSource(t *testing.T) {
 		})
 	}
 }
+
+// The consent page of a client that registered itself (Dynamic Client
+// Registration) says that its name is its own claim and names where the
+// answer goes; that of an app an admin registered does not.
+func TestConsentOfSelfRegisteredClient(t *testing.T) {
+	t.Parallel()
+	f := newConsentFixture(t)
+	registered := *f.store.apps[consentClientID]
+	registered.ClientID, registered.OrganizationID, registered.RegistrationTokenHash = "self-registered", "", hashSecret("registration token")
+	f.store.apps[registered.ClientID] = &registered
+	c := f.client(t)
+	req := validRequest()
+	f.signIn(t, c, "alice@example.com", consentPassword, defaultPaths.authorizeURL(req))
+	for clientID, says := range map[string]bool{consentClientID: false, registered.ClientID: true} {
+		req.ClientID = clientID
+		p := f.get(t, c, defaultPaths.authorizeURL(req))
+		require.Equal(t, http.StatusOK, p.StatusCode, p.body)
+		note := "registered itself with this server, under the name it gives itself; Waybill has not checked it. Your answer goes to app.example: approve only if you trust app.example."
+		if says {
+			assert.Contains(t, p.body, note, clientID)
+		} else {
+			assert.NotContains(t, p.body, "registered itself", clientID)
+		}
+	}
+}
