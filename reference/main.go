@@ -41,6 +41,7 @@
 //	--refresh-max-age D      longest a user's authorization of an app lasts (default 2160h, 90 days)
 //	--purge-interval D       how often expired tokens are deleted (default 1h; 0 disables)
 //	--registration MODE      who may register OAuth clients (RFC 7591): off (default), token or open
+//	--client-metadata-documents  accept clients whose client_id is the https URL of their metadata document
 //
 // user remove ends a membership and user delete deletes a user with every
 // membership; both revoke at once every refresh token of the user in the
