@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
@@ -85,8 +87,10 @@ func BenchmarkClientCredentialsFloor(b *testing.B) {
 // flow after the authorization request): load and redeem the code, check
 // PKCE and the membership, save the refresh token, sign. Issuing each code
 // (the consent's work) is not timed.
-func BenchmarkCodeExchangeHTTP(b *testing.B) {
-	e := newBenchEnv(b)
+// benchClients registers, in e, a public client and the client of a
+// metadata document (served by an httptest TLS server, its document already
+// in the cache), beside e's confidential app.
+func benchClients(b *testing.B, e *env) (public, document *oauth.App) {
 	public, _, err := e.srv.RegisterApp(context.Background(), oauth.NewApp{
 		OrganizationID: orgID, Name: "Desk Tool", Scopes: oauth.ParseScope(appScopes), RedirectURIs: []string{redirect}, Public: true,
 	})
@@ -109,12 +113,18 @@ func BenchmarkCodeExchangeHTTP(b *testing.B) {
 	if _, err := e.srv.ClientMetadataDocuments.Resolve(context.Background(), docURL); err != nil {
 		b.Fatal(err)
 	}
+	return public, &oauth.App{ClientID: docURL}
+}
+
+func BenchmarkCodeExchangeHTTP(b *testing.B) {
+	e := newBenchEnv(b)
+	public, document := benchClients(b, e)
 	h := e.srv.Handler()
 	for _, c := range []struct {
 		name   string
 		app    *oauth.App
 		secret string
-	}{{"confidential", e.app, e.secret}, {"public", public, ""}, {"metadata-document", &oauth.App{ClientID: docURL}, ""}} {
+	}{{"confidential", e.app, e.secret}, {"public", public, ""}, {"metadata-document", document, ""}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -135,6 +145,82 @@ func BenchmarkCodeExchangeHTTP(b *testing.B) {
 				if rec.Code != http.StatusOK {
 					b.Fatal(rec.Body.String())
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkAuthorizationFlowHTTP is the whole authorization-code flow of a
+// public client over HTTP on PostgreSQL, for a pre-registered client and
+// for the client of a metadata document whose document is in the cache:
+// GET the authorization endpoint (the consent page, for a browser signed
+// in once before the loop), POST the consent form (the code), POST the
+// token request (the tokens).
+func BenchmarkAuthorizationFlowHTTP(b *testing.B) {
+	e := newBenchEnv(b)
+	public, document := benchClients(b, e)
+	e.srv.Logger = slog.New(slog.DiscardHandler) // a line per consent
+	for _, c := range []struct {
+		name string
+		app  *oauth.App
+	}{{"pre-registered", public}, {"metadata-document", document}} {
+		b.Run(c.name, func(b *testing.B) {
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			// send sends req, requires status, and returns the answer with its body.
+			send := func(req *http.Request, status int) (*http.Response, string) {
+				res, err := browser.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer res.Body.Close()
+				body, err := io.ReadAll(res.Body)
+				if err != nil || res.StatusCode != status {
+					b.Fatalf("%s %s: %d %v: %s", req.Method, req.URL.Path, res.StatusCode, err, body)
+				}
+				return res, string(body)
+			}
+			get := func(u string, status int) (*http.Response, string) {
+				req, err := http.NewRequest(http.MethodGet, u, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return send(req, status)
+			}
+			post := func(path string, form url.Values, status int) *http.Response {
+				req, err := http.NewRequest(http.MethodPost, e.http.URL+path, strings.NewReader(form.Encode()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				res, _ := send(req, status)
+				return res
+			}
+			authURL := e.http.URL + oauth.PathAuthorize + "?" + url.Values{
+				"client_id": {c.app.ClientID}, "redirect_uri": {redirect}, "response_type": {"code"}, "scope": {"svc:orders:read"},
+				"state": {"st"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"},
+			}.Encode()
+			res, _ := get(authURL, http.StatusSeeOther)
+			_, body := get(e.http.URL+res.Header.Get("Location"), http.StatusOK)
+			login := hiddenFields(body)
+			login.Set("email", "admin@example.com")
+			login.Set("password", "correct horse")
+			post(oauth.PathLogin, login, http.StatusSeeOther)
+			b.ReportAllocs()
+			for b.Loop() {
+				_, body := get(authURL, http.StatusOK)
+				approve := hiddenFields(body)
+				approve.Set("organization_id", orgID)
+				approve.Set("decision", "approve")
+				back, err := url.Parse(post(oauth.PathConsent, approve, http.StatusSeeOther).Header.Get("Location"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				post(oauth.PathToken, url.Values{"grant_type": {"authorization_code"}, "code": {back.Query().Get("code")},
+					"redirect_uri": {redirect}, "code_verifier": {verifier}, "client_id": {c.app.ClientID}}, http.StatusOK)
 			}
 		})
 	}
