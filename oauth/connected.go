@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/waybillhq/waybill/audit"
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/openapi"
@@ -260,7 +261,8 @@ func (s *Server) DisconnectApp(ctx context.Context, organizationID, clientID str
 		}
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
-	families, grants, err := cs.DisconnectApp(ctx, clientID, organizationID, now)
+	families, grants, err := cs.DisconnectApp(s.withAudit(ctx, audit.AppDisconnected, organizationID, appTarget(clientID),
+		map[string]any{"disabled": own}), clientID, organizationID, now)
 	if err != nil {
 		return nil, apierrors.Internal(fmt.Errorf("oauth: disconnect app: %w", err))
 	}
@@ -325,7 +327,8 @@ func (s *Server) handleDisconnectApp(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	d, err := s.DisconnectApp(r.Context(), org, r.PathValue("client_id"))
+	user, _ := s.productUser(r) // connectedAppsAdmin checked it
+	d, err := s.DisconnectApp(asUser(r, user.Subject), org, r.PathValue("client_id"))
 	if err != nil {
 		return err
 	}

@@ -267,7 +267,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.AuthTime = sess.authTime()
-		code, err := s.IssueCode(r.Context(), app, req, scopes, sess.UserID, org)
+		code, err := s.IssueCode(asUser(r, sess.UserID), app, req, scopes, sess.UserID, org)
 		if err != nil {
 			s.internalError(w, r, "issue code", err)
 			return

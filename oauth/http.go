@@ -40,6 +40,9 @@ const (
 	// PathConnectedApps lists an organization's connected apps; its
 	// {organization_id} wildcard names the organization.
 	PathConnectedApps = "/auth/v1/oauth/organizations/{organization_id}/connected_apps"
+	// PathAuditLog is an organization's audit log; its {organization_id}
+	// wildcard names the organization.
+	PathAuditLog = "/auth/v1/oauth/organizations/{organization_id}/audit_log"
 )
 
 // maxRequestBytes is the largest body of a request to the token service.
@@ -89,6 +92,9 @@ type Paths struct {
 	// ConnectedApps + "/{client_id}" disconnects one (DELETE). It must hold
 	// the wildcard {organization_id}.
 	ConnectedApps string
+	// AuditLog is an organization's audit log (GET). It must hold the
+	// wildcard {organization_id}.
+	AuditLog string
 	// Register is Dynamic Client Registration (POST); Register +
 	// "/{client_id}" reads, replaces and deletes a registration (GET, PUT,
 	// DELETE).
@@ -112,7 +118,7 @@ func (p Paths) WithDefaults() Paths {
 		{&p.Revoke, PathRevoke}, {&p.Introspect, PathIntrospect}, {&p.Metadata, PathMetadata},
 		{&p.JWKS, PathJWKS},
 		{&p.ConnectedApps, PathConnectedApps},
-		{&p.Register, PathRegister},
+		{&p.Register, PathRegister}, {&p.AuditLog, PathAuditLog},
 		{&p.OpenIDConfiguration, PathOpenIDConfiguration}, {&p.UserInfo, PathUserInfo},
 	} {
 		if *f.path == "" {
@@ -130,7 +136,7 @@ func (p Paths) Check() error {
 		{"Revoke", p.Revoke}, {"Introspect", p.Introspect}, {"Metadata", p.Metadata},
 		{"JWKS", p.JWKS},
 		{"ConnectedApps", p.ConnectedApps},
-		{"Register", p.Register},
+		{"Register", p.Register}, {"AuditLog", p.AuditLog},
 		{"OpenIDConfiguration", p.OpenIDConfiguration}, {"UserInfo", p.UserInfo},
 	} {
 		if f.path != "" && !strings.HasPrefix(f.path, "/") {
@@ -139,6 +145,9 @@ func (p Paths) Check() error {
 	}
 	if p.ConnectedApps != "" && !strings.Contains(p.ConnectedApps, "{organization_id}") {
 		return fmt.Errorf("oauth: Paths.ConnectedApps %q lacks the wildcard {organization_id}", p.ConnectedApps)
+	}
+	if p.AuditLog != "" && !strings.Contains(p.AuditLog, "{organization_id}") {
+		return fmt.Errorf("oauth: Paths.AuditLog %q lacks the wildcard {organization_id}", p.AuditLog)
 	}
 	return nil
 }
@@ -187,6 +196,7 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	mux.Handle("GET "+p.JWKS, s.handle(s.handleJWKS))
 	mux.Handle("GET "+p.ConnectedApps, s.handle(s.handleConnectedApps))
 	mux.Handle("DELETE "+p.ConnectedApps+"/{client_id}", s.handle(s.handleDisconnectApp))
+	mux.Handle("GET "+p.AuditLog, s.handle(s.handleAuditLog))
 	mux.Handle("GET "+p.OpenIDConfiguration, s.handle(s.handleOpenIDConfiguration))
 	mux.Handle("GET "+p.UserInfo, s.handle(s.handleUserInfo))
 	mux.Handle("POST "+p.UserInfo, s.handle(s.handleUserInfo))

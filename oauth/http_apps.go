@@ -160,7 +160,7 @@ func (s *Server) handleRegisterApp(w http.ResponseWriter, r *http.Request) error
 	default:
 		return apierrors.InvalidRequest("token_endpoint_auth_method must be none, client_secret_basic or client_secret_post")
 	}
-	app, secret, err := s.RegisterApp(r.Context(), n)
+	app, secret, err := s.RegisterApp(asUser(r, user.Subject), n)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) erro
 			return err
 		}
 	}
-	rotation, err := s.RotateAppSecret(r.Context(), clientID, body.RevokeTokens)
+	rotation, err := s.RotateAppSecret(asUser(r, user.Subject), clientID, body.RevokeTokens)
 	if err != nil {
 		return err
 	}

@@ -174,6 +174,7 @@ func (s *Server) oaAppPaths(d *openapi.Document, p Paths, shared func(string, fu
 	}
 
 	s.oaConnectedApps(d, p, userAuthErrors, userSecurity)
+	s.oaAuditLog(d, p, userAuthErrors, userSecurity)
 }
 
 // oaClientPaths describes revocation and introspection in d: the

@@ -24,6 +24,7 @@ var otherPaths = oauth.Paths{
 	JWKS:                "/oauth2/.well-known/jwks.json",
 	ConnectedApps:       "/oauth2/orgs/{organization_id}/apps",
 	Register:            "/oauth2/register",
+	AuditLog:            "/oauth2/orgs/{organization_id}/audit",
 	OpenIDConfiguration: "/oauth2/.well-known/openid-configuration", UserInfo: "/oauth2/userinfo",
 }
 
@@ -37,6 +38,7 @@ func TestPathsDefaults(t *testing.T) {
 		JWKS:                oauth.PathJWKS,
 		ConnectedApps:       oauth.PathConnectedApps,
 		Register:            oauth.PathRegister,
+		AuditLog:            oauth.PathAuditLog,
 		OpenIDConfiguration: oauth.PathOpenIDConfiguration, UserInfo: oauth.PathUserInfo,
 	}, p)
 }
@@ -84,6 +86,7 @@ func TestOpenAPISection(t *testing.T) {
 				"GET " + p.Authorize: "authorize", "GET " + p.JWKS: "getJSONWebKeySet",
 				"GET " + p.ConnectedApps:                     "listConnectedApps",
 				"DELETE " + p.ConnectedApps + "/{client_id}": "disconnectApp",
+				"GET " + p.AuditLog:                          "getAuditLog",
 				"POST " + p.Register:                         "registerClient",
 				"GET " + p.Register + "/{client_id}":         "readClientRegistration",
 				"PUT " + p.Register + "/{client_id}":         "updateClientRegistration",

@@ -3,6 +3,7 @@ package oauth
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waybillhq/waybill/audit"
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/internal/httpbody"
@@ -161,6 +163,8 @@ func (s *Server) CreateInitialAccessToken(ctx context.Context, ttl time.Duration
 	now := s.now().UTC().Truncate(time.Second)
 	token = NewSecret()
 	t := &InitialAccessToken{Hash: hashSecret(token), ExpiresAt: now.Add(s.ttl(ttl, DefaultInitialAccessTokenTTL)), CreatedAt: now}
+	ctx = s.withAudit(ctx, audit.RegistrationTokenCreated, "", audit.Target{Kind: "registration_token", ID: hex.EncodeToString(t.Hash[:8])},
+		map[string]any{"expires_at": t.ExpiresAt})
 	if err := rs.SaveInitialAccessToken(ctx, t); err != nil {
 		return "", time.Time{}, apierrors.Internal(fmt.Errorf("oauth: save initial access token: %w", err))
 	}

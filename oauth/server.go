@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waybillhq/waybill/audit"
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/oauth/bearer"
@@ -94,6 +95,12 @@ type Server struct {
 	// other resource, or more than one, is refused with invalid_target;
 	// empty refuses every resource parameter.
 	Resources []string
+	// Audit records the service's security-relevant actions (apps
+	// registered, their secrets rotated, apps disconnected, consents given,
+	// registration tokens made) in the organizations' audit log (package
+	// audit): the Store appends each in the transaction of the action (see
+	// AuditEntry).
+	Audit bool
 	// Registration says who may register clients through Dynamic Client
 	// Registration (RFC 7591) at Paths.Register: nobody (RegistrationOff,
 	// the zero value), holders of an initial access token, or anyone. The
@@ -746,7 +753,8 @@ func (s *Server) CheckAuthorization(ctx context.Context, r AuthorizationRequest)
 // the request's Nonce and AuthTime for the id token of its exchange.
 func (s *Server) IssueCode(ctx context.Context, app *App, r AuthorizationRequest, scopes []string, userID, organizationID string) (string, error) {
 	now := s.now()
-	if err := s.Store.SaveGrant(ctx, &Grant{
+	granted := s.withAudit(ctx, audit.ConsentGranted, organizationID, appTarget(app.ClientID), map[string]any{"user_id": userID, "scopes": scopes})
+	if err := s.Store.SaveGrant(granted, &Grant{
 		ClientID: app.ClientID, UserID: userID, OrganizationID: organizationID, Scopes: scopes, CreatedAt: now,
 	}); err != nil {
 		return "", apierrors.Internal(fmt.Errorf("oauth: save grant: %w", err))
@@ -830,6 +838,8 @@ func (s *Server) RegisterApp(ctx context.Context, n NewApp) (*App, string, error
 		OrganizationID: n.OrganizationID, Scopes: dedupe(n.Scopes), BranchIDs: dedupe(n.BranchIDs),
 		RedirectURIs: dedupe(n.RedirectURIs), SecretHash: hash, CreatedAt: s.now().UTC(), Public: n.Public,
 	}
+	ctx = s.withAudit(ctx, audit.AppCreated, app.OrganizationID, appTarget(app.ClientID),
+		map[string]any{"name": app.Name, "scopes": app.Scopes, "branch_ids": app.BranchIDs, "public": app.Public})
 	if err := s.Store.CreateApp(ctx, app); err != nil {
 		return nil, "", apierrors.Internal(fmt.Errorf("oauth: create app: %w", err))
 	}
@@ -849,6 +859,7 @@ func (s *Server) rotateSecret(ctx context.Context, clientID string) (string, err
 		return "", apierrors.InvalidRequest("the app is a public client: it has no secret to rotate")
 	}
 	secret := NewSecret()
+	ctx = s.withAudit(ctx, audit.AppSecretRotated, app.OrganizationID, appTarget(clientID), nil)
 	err = s.Store.SetSecretHash(ctx, clientID, hashSecret(secret))
 	switch {
 	case errors.Is(err, ErrNotFound):

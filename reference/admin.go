@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/waybillhq/waybill/audit"
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth/password"
 	"github.com/waybillhq/waybill/query"
@@ -69,6 +70,7 @@ var adminCommands = []adminCommand{
 	{"app disconnect", "--org ORG --client-id ID", func() adminCmd { return &appDisconnect{} }},
 	{"app set-quota", "--client-id ID (--rest-per-minute N | --default)", func() adminCmd { return &appSetQuota{} }},
 	{"registration-token create", "[--expires 24h]", func() adminCmd { return &registrationTokenCreate{} }},
+	{"audit", "--org ORG", func() adminCmd { return &auditList{} }},
 }
 
 // runAdmin is the admin command: "waybill admin GROUP ACTION [flags]", or
@@ -126,7 +128,7 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
 	defer func() { _ = db.Close() }()
-	out, err := cmd.exec(ctx, db, dialect)
+	out, err := cmd.exec(audit.NewContext(ctx, cliActor), db, dialect)
 	if e, ok := apierrors.As(err); ok {
 		// A person reads this: the sentence, not the API's code.
 		return fmt.Errorf("%s: %s", fs.Name(), e.Description)

@@ -208,6 +208,7 @@ func newOAuthServer(db *sql.DB, store *sqlstore.Store, keys *bearer.KeySet, issu
 		Directory:       d,
 		SecureCookies:   strings.HasPrefix(issuer, "https://"),
 		ScopesSupported: knownScopes(),
+		Audit:           true,
 		Logger:          logger,
 		Realm:           realm,
 	}

@@ -284,7 +284,10 @@ func (w *oavWorld) tokens(t *testing.T) []string {
 	oavWant(t, w.call(t, "POST", "/auth/v1/oauth/apps", admin, app+`}`, "Content-Type", "application/json"), 201)
 	public := oavWant(t, w.call(t, "POST", "/auth/v1/oauth/apps", admin, app+`,"token_endpoint_auth_method":"none"}`, "Content-Type", "application/json"), 201)
 	require.NotContains(t, public.json(t), "client_secret")
-	return []string{"requestToken 200", "requestToken 400", "requestToken 401", "requestToken 413", "requestV1Token 200", "requestV1Token 400",
+	// The organization's audit log holds those registrations.
+	oavWant(t, w.call(t, "GET", auditPath(w.org)+"?limit=1", admin, ""), 200)
+	oavWant(t, w.call(t, "GET", auditPath(w.org)+"?limit=0", admin, ""), 400)
+	return []string{"getAuditLog 200", "getAuditLog 400", "requestToken 200", "requestToken 400", "requestToken 401", "requestToken 413", "requestV1Token 200", "requestV1Token 400",
 		"introspectToken 200", "revokeToken 200", "revokeToken 400", "revokeToken 413", "registerApp 201"}
 }
 

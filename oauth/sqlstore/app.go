@@ -22,7 +22,7 @@ func (s *Store) CreateApp(ctx context.Context, app *oauth.App) error {
 	if app.CreatedAt.IsZero() {
 		app.CreatedAt = time.Now().UTC().Truncate(time.Microsecond)
 	}
-	err := insertApp(ctx, s.autocommit(), app)
+	err := s.audited(ctx, func(tx *tx) error { return insertApp(ctx, tx, app) })
 	if s.isDuplicate(err) {
 		return fmt.Errorf("sqlstore: create app %q: %w", app.ClientID, oauth.ErrDuplicate)
 	}
@@ -32,7 +32,7 @@ func (s *Store) CreateApp(ctx context.Context, app *oauth.App) error {
 // SetSecretHash replaces the app's secret hash; oauth.ErrNotFound if there
 // is no such app.
 func (s *Store) SetSecretHash(ctx context.Context, clientID string, hash []byte) error {
-	return updateSecretHash(ctx, s.autocommit(), clientID, hash)
+	return s.audited(ctx, func(tx *tx) error { return updateSecretHash(ctx, tx, clientID, hash) })
 }
 
 // findApp returns the app with the client id.

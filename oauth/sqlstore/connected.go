@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 )
@@ -177,6 +178,15 @@ func (s *Store) DisconnectApp(ctx context.Context, clientID, organizationID stri
 		WHERE organization_id = $2 AND client_id = $3 AND revoked_at IS NULL`, tx.timeArg(at), organizationID, clientID)
 	if families, err = affected(res, err); err != nil {
 		return 0, 0, fmt.Errorf("sqlstore: revoke families: %w", err)
+	}
+	if e := oauth.AuditEntry(ctx); e != nil {
+		if e.Details == nil {
+			e.Details = map[string]any{}
+		}
+		e.Details["revoked_families"], e.Details["removed_consents"] = families, grants
+		if err := auditdb.Append(ctx, tx, s.dialect, e); err != nil {
+			return 0, 0, fmt.Errorf("sqlstore: %w", err)
+		}
 	}
 	if err := tx.commit(ctx); err != nil {
 		return 0, 0, err

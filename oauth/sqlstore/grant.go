@@ -15,7 +15,7 @@ func (s *Store) SaveGrant(ctx context.Context, g *oauth.Grant) error {
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = time.Now().UTC().Truncate(time.Microsecond)
 	}
-	return insertGrant(ctx, s.autocommit(), g)
+	return s.audited(ctx, func(tx *tx) error { return insertGrant(ctx, tx, g) })
 }
 
 // insertGrant inserts the grant.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/waybillhq/waybill/audit"
+	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/oauth"
 )
 
@@ -14,9 +16,11 @@ var _ oauth.RegistrationStore = (*Store)(nil)
 // SaveInitialAccessToken stores a new initial access token;
 // oauth.ErrDuplicate if its hash exists.
 func (s *Store) SaveInitialAccessToken(ctx context.Context, t *oauth.InitialAccessToken) error {
-	tx := s.autocommit()
-	_, err := tx.ExecContext(ctx, `INSERT INTO oauth_initial_access_tokens (hash, expires_at, created_at) VALUES ($1, $2, $3)`,
-		bytesArg(t.Hash), tx.timeArg(t.ExpiresAt), tx.timeArg(t.CreatedAt))
+	err := s.audited(ctx, func(tx *tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO oauth_initial_access_tokens (hash, expires_at, created_at) VALUES ($1, $2, $3)`,
+			bytesArg(t.Hash), tx.timeArg(t.ExpiresAt), tx.timeArg(t.CreatedAt))
+		return err
+	})
 	if s.isDuplicate(err) {
 		return fmt.Errorf("sqlstore: save initial access token: %w", oauth.ErrDuplicate)
 	}
@@ -76,4 +80,12 @@ func oneRow(res sql.Result, err error, what, clientID string) error {
 		return fmt.Errorf("sqlstore: app %q: %w", clientID, oauth.ErrNotFound)
 	}
 	return nil
+}
+
+var _ oauth.AuditLogStore = (*Store)(nil)
+
+// AuditLog returns the organization's entries of the audit log, and those
+// of the whole installation, oldest first (see audit.Log.List).
+func (s *Store) AuditLog(ctx context.Context, organizationID, after string, limit int) ([]audit.Entry, string, error) {
+	return (&auditdb.Log{DB: s.db, Dialect: s.dialect}).List(ctx, organizationID, after, limit)
 }

@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/sqlerr"
 	"github.com/waybillhq/waybill/oauth"
@@ -84,7 +85,32 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := migrate.Apply(ctx, s.db, s.dialect, migrations, dir, migrationsTable); err != nil {
 		return fmt.Errorf("sqlstore: migrate: %w", err)
 	}
+	if err := auditdb.Migrate(ctx, s.db, s.dialect); err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
 	return nil
+}
+
+// audited runs write on a transaction that also appends the audit log
+// entry the token service gave with ctx (oauth.AuditEntry), or, when ctx
+// carries none, on its own.
+func (s *Store) audited(ctx context.Context, write func(tx *tx) error) error {
+	e := oauth.AuditEntry(ctx)
+	if e == nil {
+		return write(s.autocommit())
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.rollback(ctx)
+	if err := write(tx); err != nil {
+		return err
+	}
+	if err := auditdb.Append(ctx, tx, s.dialect, e); err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
+	return tx.commit(ctx)
 }
 
 // querier runs statements: a *sql.DB, a *sql.Tx or a *sql.Conn.

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/oauth"
+)
+
+// auditPath is the audit log of org.
+func auditPath(org string) string {
+	return strings.Replace(oauth.PathAuditLog, "{organization_id}", org, 1)
+}
+
+// TestAuditLog drives the token service's audited actions through the
+// server and the admin commands, on SQLite and PostgreSQL, and reads the
+// organization's audit log back by HTTP (an admin only) and by "waybill
+// admin audit": each action once, oldest first, with its actor (the CLI, a
+// user from an address), its target and its details; an action of the
+// whole installation (a registration token) in every organization's log.
+func TestAuditLog(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := b.url(t)
+			base, c := rvServed(t, db) // its app is created by the CLI
+			otherOrg := createID(t, "admin", "org", "create", "--name", "Other Freight", "--database-url", db)
+			otherAdmin := "other-" + newID()[:8] + "@rv.test"
+			createID(t, "admin", "user", "create", "--email", otherAdmin, "--password", "s3cret-pass", "--org", otherOrg, "--admin", "--database-url", db)
+			member := "member-" + newID()[:8] + "@rv.test"
+			createID(t, "admin", "user", "create", "--email", member, "--password", "s3cret-pass", "--org", c.org, "--database-url", db)
+			adminJSON(t, "admin", "registration-token", "create", "--database-url", db)
+
+			signIn := func(email, password string) string {
+				t.Helper()
+				res, body := postJSON(t, base+oauth.PathUserToken+"?grant_type=password", map[string]any{"email": email, "password": password}, "")
+				require.Equal(t, http.StatusOK, res.StatusCode, body)
+				return body["access_token"].(string)
+			}
+			admin := signIn(c.email, c.password)
+
+			// A user registers an app and rotates its secret; a user consents to
+			// the CLI's app; an admin disconnects it.
+			res, body := postJSON(t, base+oauth.PathApps, map[string]any{"organization_id": c.org, "name": "Desk", "scopes": []string{"svc:vehicles:read"}}, admin)
+			require.Equal(t, http.StatusCreated, res.StatusCode, body)
+			desk := body["client_id"].(string)
+			res, body = postJSON(t, base+oauth.PathApps+"/"+desk+"/rotate-secret", map[string]any{}, admin)
+			require.Equal(t, http.StatusOK, res.StatusCode, body)
+			rvCodeTokens(t, base, c)
+			req := mustRequest(t, http.MethodDelete, base+strings.Replace(oauth.PathConnectedApps, "{organization_id}", c.org, 1)+"/"+url.PathEscape(c.clientID))
+			req.Header.Set("Authorization", "Bearer "+admin)
+			res, body = doJSON(t, req)
+			require.Equal(t, http.StatusOK, res.StatusCode, body)
+
+			read := func(token, query string) (*http.Response, map[string]any) {
+				t.Helper()
+				req := mustRequest(t, http.MethodGet, base+auditPath(c.org)+query)
+				req.Header.Set("Authorization", "Bearer "+token)
+				return doJSON(t, req)
+			}
+			res, body = read(admin, "")
+			require.Equal(t, http.StatusOK, res.StatusCode, body)
+			assert.Equal(t, "no-store", res.Header.Get("Cache-Control"))
+			var entries []map[string]any
+			for _, e := range body["data"].([]any) {
+				entries = append(entries, e.(map[string]any))
+			}
+			type seen struct{ action, actor, target string }
+			var got []seen
+			for _, e := range entries {
+				actor, target := e["actor"].(map[string]any), e["target"].(map[string]any)
+				got = append(got, seen{e["action"].(string), actor["kind"].(string) + ":" + actor["id"].(string), target["kind"].(string) + ":" + target["id"].(string)})
+			}
+			adminID := claimsOf(t, admin)["sub"].(string)
+			require.Len(t, got, 6, "%v", got)
+			assert.Equal(t, seen{"app.created", "cli:", "app:" + c.clientID}, got[0])
+			assert.Equal(t, "registration_token.created", got[1].action)
+			assert.Equal(t, "cli:", got[1].actor)
+			assert.Equal(t, []seen{
+				{"app.created", "user:" + adminID, "app:" + desk},
+				{"app.secret_rotated", "user:" + adminID, "app:" + desk},
+				{"consent.granted", "user:" + adminID, "app:" + c.clientID},
+				{"app.disconnected", "user:" + adminID, "app:" + c.clientID},
+			}, got[2:])
+			assert.Equal(t, "", entries[0]["remote_addr"], "the CLI has no address")
+			assert.Equal(t, "127.0.0.1", entries[2]["remote_addr"])
+			assert.Equal(t, []any{"svc:vehicles:read"}, entries[4]["details"].(map[string]any)["scopes"])
+			assert.Equal(t, float64(1), entries[5]["details"].(map[string]any)["removed_consents"])
+			assert.Nil(t, body["next_cursor"])
+			assert.Equal(t, "v1", body["version"])
+
+			// Pages of two, and the same entries by the admin command.
+			var paged []any
+			for query := "?limit=2"; ; {
+				res, body = read(admin, query)
+				require.Equal(t, http.StatusOK, res.StatusCode, body)
+				paged = append(paged, body["data"].([]any)...)
+				next, ok := body["next_cursor"].(string)
+				if !ok {
+					break
+				}
+				query = "?limit=2&after=" + url.QueryEscape(next)
+			}
+			assert.Len(t, paged, 6)
+			out, err := runCommand(t, nil, "admin", "audit", "--org", c.org, "--database-url", db)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			require.Len(t, lines, 6)
+			for i, line := range lines {
+				var e map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &e))
+				assert.Equal(t, entries[i]["id"], e["id"], "line %d", i)
+			}
+
+			// The other organization sees the installation's token alone,
+			// nothing of this one's.
+			out, err = runCommand(t, nil, "admin", "audit", "--org", otherOrg, "--database-url", db)
+			require.NoError(t, err)
+			assert.Equal(t, 1, strings.Count(out, "\n"), out)
+			assert.Contains(t, out, "registration_token.created")
+
+			// Only an admin of the organization reads it.
+			res, body = read(signIn(member, "s3cret-pass"), "")
+			assert.Equal(t, http.StatusForbidden, res.StatusCode, body)
+			res, body = read(signIn(otherAdmin, "s3cret-pass"), "")
+			assert.Equal(t, http.StatusNotFound, res.StatusCode, body)
+			for _, query := range []string{"?limit=0", "?limit=1001", "?after=abc", "?after=-1", "?since=2026-01-01", "?limit=1&limit=2"} {
+				res, body = read(admin, query)
+				assert.Equal(t, http.StatusBadRequest, res.StatusCode, "%s: %v", query, body)
+				assert.Equal(t, "invalid_request", body["error"], query)
+			}
+		})
+	}
+}
