@@ -356,7 +356,7 @@ func (c *userCreate) check() error {
 
 // exec inserts the user and their memberships in one transaction, after
 // checking that the email is free and every organization exists.
-func (c *userCreate) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
+func (c *userCreate) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	// Friendly checks first, before the costly hash; the constraints of the
 	// tables still decide when another process races this one.
 	if err := requireEmailFree(ctx, db, c.email); err != nil {
@@ -373,7 +373,15 @@ func (c *userCreate) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any
 	}
 	id := newID()
 	err = inTx(ctx, db, func(tx *sql.Tx) error {
-		return insertUser(ctx, tx, id, c.email, hash, c.orgs, c.admin)
+		if err := insertUser(ctx, tx, id, c.email, hash, c.orgs, c.admin); err != nil {
+			return err
+		}
+		for _, org := range c.orgs {
+			if err := appendAudit(ctx, tx, d, org, audit.MemberAdded, userTarget(id), map[string]any{"email": c.email, "admin": c.admin}); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

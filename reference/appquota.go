@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/waybillhq/waybill/audit"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -151,7 +152,7 @@ type appQuotaOut struct {
 }
 
 // exec stores or removes the override of an app that exists.
-func (c *appSetQuota) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (any, error) {
+func (c *appSetQuota) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	var org string
 	err := db.QueryRowContext(ctx, "SELECT organization_id FROM oauth_apps WHERE client_id = $1", c.clientID).Scan(&org)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -161,15 +162,23 @@ func (c *appSetQuota) exec(ctx context.Context, db *sql.DB, _ query.Dialect) (an
 		return nil, fmt.Errorf("find the app: %w", err)
 	}
 	out := appQuotaOut{ClientID: c.clientID}
-	if c.def {
-		_, err = db.ExecContext(ctx, "DELETE FROM app_quotas WHERE client_id = $1", c.clientID)
-	} else {
-		_, err = db.ExecContext(ctx, "INSERT INTO app_quotas (client_id, rest_per_minute) VALUES ($1, $2) "+
-			"ON CONFLICT (client_id) DO UPDATE SET rest_per_minute = excluded.rest_per_minute", c.clientID, c.perMin)
-		out.RESTPerMinute = &c.perMin
-	}
+	details := map[string]any{"rest_per_minute": nil}
+	err = inTx(ctx, db, func(tx *sql.Tx) error {
+		var err error
+		if c.def {
+			_, err = tx.ExecContext(ctx, "DELETE FROM app_quotas WHERE client_id = $1", c.clientID)
+		} else {
+			_, err = tx.ExecContext(ctx, "INSERT INTO app_quotas (client_id, rest_per_minute) VALUES ($1, $2) "+
+				"ON CONFLICT (client_id) DO UPDATE SET rest_per_minute = excluded.rest_per_minute", c.clientID, c.perMin)
+			out.RESTPerMinute, details["rest_per_minute"] = &c.perMin, c.perMin
+		}
+		if err != nil {
+			return fmt.Errorf("set the quota: %w", err)
+		}
+		return appendAudit(ctx, tx, d, org, audit.AppQuotaSet, audit.Target{Kind: "app", ID: c.clientID}, details)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("set the quota: %w", err)
+		return nil, err
 	}
 	return out, nil
 }

@@ -54,3 +54,18 @@ func (c *auditList) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any,
 // cliActor is the actor of what an admin command does: the operator on
 // the command line.
 var cliActor = audit.Who{Actor: audit.Actor{Kind: audit.ActorCLI}}
+
+// appendAudit appends, in tx, the audit log entry of action done to target
+// in the organization org ("" for the whole installation), by the actor of
+// ctx (the CLI for the admin commands).
+func appendAudit(ctx context.Context, tx auditdb.Execer, d query.Dialect, org, action string, target audit.Target, details map[string]any) error {
+	who, ok := audit.FromContext(ctx)
+	if !ok {
+		who = audit.Who{Actor: audit.Actor{Kind: audit.ActorSystem, ID: "waybill"}}
+	}
+	return auditdb.Append(ctx, tx, d, &audit.Entry{OrganizationID: org, Action: action, Actor: who.Actor, Target: target,
+		RemoteAddr: who.RemoteAddr, Details: details})
+}
+
+// userTarget is the target of an action on the user with id.
+func userTarget(id string) audit.Target { return audit.Target{Kind: "user", ID: id} }

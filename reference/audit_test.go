@@ -35,7 +35,7 @@ func TestAuditLog(t *testing.T) {
 			otherAdmin := "other-" + newID()[:8] + "@rv.test"
 			createID(t, "admin", "user", "create", "--email", otherAdmin, "--password", "s3cret-pass", "--org", otherOrg, "--admin", "--database-url", db)
 			member := "member-" + newID()[:8] + "@rv.test"
-			createID(t, "admin", "user", "create", "--email", member, "--password", "s3cret-pass", "--org", c.org, "--database-url", db)
+			memberID := createID(t, "admin", "user", "create", "--email", member, "--password", "s3cret-pass", "--org", c.org, "--database-url", db)
 			adminJSON(t, "admin", "registration-token", "create", "--database-url", db)
 
 			signIn := func(email, password string) string {
@@ -79,20 +79,25 @@ func TestAuditLog(t *testing.T) {
 				got = append(got, seen{e["action"].(string), actor["kind"].(string) + ":" + actor["id"].(string), target["kind"].(string) + ":" + target["id"].(string)})
 			}
 			adminID := claimsOf(t, admin)["sub"].(string)
-			require.Len(t, got, 6, "%v", got)
-			assert.Equal(t, seen{"app.created", "cli:", "app:" + c.clientID}, got[0])
-			assert.Equal(t, "registration_token.created", got[1].action)
-			assert.Equal(t, "cli:", got[1].actor)
+			require.Len(t, got, 8, "%v", got)
+			assert.Equal(t, "registration_token.created", got[3].action)
+			assert.Equal(t, "cli:", got[3].actor)
+			got[3] = seen{}
 			assert.Equal(t, []seen{
+				{"member.added", "cli:", "user:" + adminID},
+				{"app.created", "cli:", "app:" + c.clientID},
+				{"member.added", "cli:", "user:" + memberID},
+				{},
 				{"app.created", "user:" + adminID, "app:" + desk},
 				{"app.secret_rotated", "user:" + adminID, "app:" + desk},
 				{"consent.granted", "user:" + adminID, "app:" + c.clientID},
 				{"app.disconnected", "user:" + adminID, "app:" + c.clientID},
-			}, got[2:])
+			}, got)
 			assert.Equal(t, "", entries[0]["remote_addr"], "the CLI has no address")
-			assert.Equal(t, "127.0.0.1", entries[2]["remote_addr"])
-			assert.Equal(t, []any{"svc:vehicles:read"}, entries[4]["details"].(map[string]any)["scopes"])
-			assert.Equal(t, float64(1), entries[5]["details"].(map[string]any)["removed_consents"])
+			assert.Equal(t, true, entries[0]["details"].(map[string]any)["admin"])
+			assert.Equal(t, "127.0.0.1", entries[4]["remote_addr"])
+			assert.Equal(t, []any{"svc:vehicles:read"}, entries[6]["details"].(map[string]any)["scopes"])
+			assert.Equal(t, float64(1), entries[7]["details"].(map[string]any)["removed_consents"])
 			assert.Nil(t, body["next_cursor"])
 			assert.Equal(t, "v1", body["version"])
 
@@ -108,23 +113,16 @@ func TestAuditLog(t *testing.T) {
 				}
 				query = "?limit=2&after=" + url.QueryEscape(next)
 			}
-			assert.Len(t, paged, 6)
+			assert.Len(t, paged, 8)
 			out, err := runCommand(t, nil, "admin", "audit", "--org", c.org, "--database-url", db)
 			require.NoError(t, err)
 			lines := strings.Split(strings.TrimSpace(out), "\n")
-			require.Len(t, lines, 6)
+			require.Len(t, lines, 8)
 			for i, line := range lines {
 				var e map[string]any
 				require.NoError(t, json.Unmarshal([]byte(line), &e))
 				assert.Equal(t, entries[i]["id"], e["id"], "line %d", i)
 			}
-
-			// The other organization sees the installation's token alone,
-			// nothing of this one's.
-			out, err = runCommand(t, nil, "admin", "audit", "--org", otherOrg, "--database-url", db)
-			require.NoError(t, err)
-			assert.Equal(t, 1, strings.Count(out, "\n"), out)
-			assert.Contains(t, out, "registration_token.created")
 
 			// Only an admin of the organization reads it.
 			res, body = read(signIn(member, "s3cret-pass"), "")
@@ -136,6 +134,44 @@ func TestAuditLog(t *testing.T) {
 				assert.Equal(t, http.StatusBadRequest, res.StatusCode, "%s: %v", query, body)
 				assert.Equal(t, "invalid_request", body["error"], query)
 			}
+
+			// The CLI's actions on members, users, quotas and keys.
+			adminJSON(t, "admin", "app", "set-quota", "--client-id", desk, "--rest-per-minute", "120", "--database-url", db)
+			adminJSON(t, "admin", "user", "remove", "--id", memberID, "--org", c.org, "--database-url", db)
+			adminJSON(t, "admin", "keys", "rotate", "--database-url", db)
+			gone := createID(t, "admin", "user", "create", "--email", "gone-"+newID()[:8]+"@rv.test", "--password", "s3cret-pass", "--org", c.org, "--database-url", db)
+			adminJSON(t, "admin", "user", "delete", "--id", gone, "--database-url", db)
+			out, err = runCommand(t, nil, "admin", "audit", "--org", c.org, "--database-url", db)
+			require.NoError(t, err)
+			lines = strings.Split(strings.TrimSpace(out), "\n")
+			require.Len(t, lines, 13, out)
+			var later []map[string]any
+			for _, line := range lines[8:] {
+				var e map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &e))
+				later = append(later, e)
+			}
+			assert.Equal(t, "app.quota_set", later[0]["action"])
+			assert.Equal(t, float64(120), later[0]["details"].(map[string]any)["rest_per_minute"])
+			assert.Equal(t, "member.removed", later[1]["action"])
+			assert.Equal(t, map[string]any{"kind": "user", "id": memberID}, later[1]["target"])
+			assert.Equal(t, "signing_key.rotated", later[2]["action"])
+			assert.Equal(t, "staged", later[2]["details"].(map[string]any)["step"])
+			assert.Equal(t, "member.added", later[3]["action"])
+			assert.Equal(t, "user.deleted", later[4]["action"])
+			assert.Equal(t, map[string]any{"kind": "user", "id": gone}, later[4]["target"])
+			for _, e := range later {
+				assert.Equal(t, map[string]any{"kind": "cli", "id": ""}, e["actor"])
+			}
+
+			// The other organization sees the installation's token alone,
+			// nothing of this one's.
+			out, err = runCommand(t, nil, "admin", "audit", "--org", otherOrg, "--database-url", db)
+			require.NoError(t, err)
+			assert.Equal(t, 3, strings.Count(out, "\n"), "its admin's membership, the installation's token and key rotation: %s", out)
+			assert.Contains(t, out, "registration_token.created")
+			assert.NotContains(t, out, desk)
+
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/waybillhq/waybill/audit"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/query"
 )
@@ -69,14 +70,19 @@ func (c *userRemove) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any
 	}
 	var removed int64
 	revoked, err := offboarder(db, d).Offboard(ctx, c.id, c.org, func(ctx context.Context) error {
-		res, err := db.ExecContext(ctx, "DELETE FROM memberships WHERE user_id = $1 AND organization_id = $2", c.id, c.org)
-		if err != nil {
-			return fmt.Errorf("delete membership: %w", err)
-		}
-		if removed, err = res.RowsAffected(); err != nil {
-			return fmt.Errorf("delete membership: %w", err)
-		}
-		return nil
+		return inTx(ctx, db, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, "DELETE FROM memberships WHERE user_id = $1 AND organization_id = $2", c.id, c.org)
+			if err != nil {
+				return fmt.Errorf("delete membership: %w", err)
+			}
+			if removed, err = res.RowsAffected(); err != nil {
+				return fmt.Errorf("delete membership: %w", err)
+			}
+			if removed == 0 {
+				return nil
+			}
+			return appendAudit(ctx, tx, d, c.org, audit.MemberRemoved, userTarget(c.id), nil)
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -148,6 +154,14 @@ func (c *userDelete) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any
 			deleted, err = res.RowsAffected()
 			if err != nil {
 				return fmt.Errorf("delete user: %w", err)
+			}
+			if deleted == 0 {
+				return nil
+			}
+			for _, org := range orgs {
+				if err := appendAudit(ctx, tx, d, org, audit.UserDeleted, userTarget(c.id), nil); err != nil {
+					return err
+				}
 			}
 			return nil
 		})

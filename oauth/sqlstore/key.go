@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waybillhq/waybill/audit"
+	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
@@ -194,7 +196,9 @@ type KeyRotation struct {
 // stay until the last token it signed expired, so wait an access token
 // lifetime (and every server's restart) before the next rotation. The
 // keys are moved sealed with the store's sealer (see WithSealer), which
-// must open them.
+// must open them. Each step appends signing_key.rotated to the audit log
+// (package audit) in its transaction, an action of the whole installation,
+// by the actor of ctx (audit.FromContext; the system without one).
 func (s *Store) RotateSigningKey(ctx context.Context, alg string) (KeyRotation, error) {
 	name, ok := signingKeyNames[alg]
 	if !ok {
@@ -235,6 +239,17 @@ func (s *Store) RotateSigningKey(ctx context.Context, alg string) (KeyRotation, 
 			return KeyRotation{}, err
 		}
 		rotation = KeyRotation{Step: "promoted", Current: next.id, Previous: current.id}
+	}
+	who, ok := audit.FromContext(ctx)
+	if !ok {
+		who = audit.Who{Actor: audit.Actor{Kind: audit.ActorSystem, ID: "sqlstore"}}
+	}
+	if err := auditdb.Append(ctx, tx, s.dialect, &audit.Entry{
+		Action: audit.SigningKeyRotated, Actor: who.Actor, RemoteAddr: who.RemoteAddr,
+		Target:  audit.Target{Kind: "signing_key", ID: rotation.Current},
+		Details: map[string]any{"algorithm": alg, "step": rotation.Step, "next": rotation.Next, "previous": rotation.Previous},
+	}); err != nil {
+		return KeyRotation{}, fmt.Errorf("sqlstore: rotate signing key: %w", err)
 	}
 	return rotation, tx.commit(ctx)
 }
