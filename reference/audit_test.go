@@ -175,3 +175,44 @@ func TestAuditLog(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditLogOfWebhookEndpoints: registering, changing and deleting a
+// webhook endpoint are in the organization's audit log, done by the app
+// whose token did them, from its address.
+func TestAuditLogOfWebhookEndpoints(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := b.url(t)
+			w := newWebhookWorld(t, db, "--webhook-allow-private")
+			rc := newReceiver(t)
+			id := w.register(t, rc, `"quotation.*"`)
+			res := swDo(t, "PATCH", w.base+"/v1/"+w.org+"/webhook_endpoints/"+id, w.token, `{"event_types": ["quotation.created"], "status": "disabled"}`, nil)
+			require.Equal(t, http.StatusOK, res.status, res.body)
+			res = swDo(t, "DELETE", w.base+"/v1/"+w.org+"/webhook_endpoints/"+id, w.token, "", nil)
+			require.Equal(t, http.StatusOK, res.status, res.body)
+			clientID := claimsOf(t, w.token)["client_id"].(string)
+
+			out, err := runCommand(t, nil, "admin", "audit", "--org", w.org, "--database-url", db)
+			require.NoError(t, err)
+			var endpoint []map[string]any
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				var e map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &e))
+				if strings.HasPrefix(e["action"].(string), "webhook_endpoint.") {
+					endpoint = append(endpoint, e)
+				}
+			}
+			require.Len(t, endpoint, 3, out)
+			for i, action := range []string{"webhook_endpoint.created", "webhook_endpoint.changed", "webhook_endpoint.deleted"} {
+				assert.Equal(t, action, endpoint[i]["action"])
+				assert.Equal(t, map[string]any{"kind": "app", "id": clientID}, endpoint[i]["actor"])
+				assert.Equal(t, map[string]any{"kind": "webhook_endpoint", "id": id}, endpoint[i]["target"])
+				assert.Equal(t, "127.0.0.1", endpoint[i]["remote_addr"])
+			}
+			assert.Equal(t, rc.srv.URL, endpoint[0]["details"].(map[string]any)["url"])
+			assert.Equal(t, []any{"event_types", "status"}, endpoint[1]["details"].(map[string]any)["fields"])
+		})
+	}
+}

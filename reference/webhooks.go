@@ -18,7 +18,7 @@ import (
 // encrypts the endpoints' signing secrets; allowPrivate lets endpoints be
 // at private and loopback addresses.
 func newWebhookAPI(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool) *webhook.API {
-	a := &webhook.API{Registry: api, Guard: webhook.Guard{AllowPrivate: allowPrivate}}
+	a := &webhook.API{Registry: api, Guard: webhook.Guard{AllowPrivate: allowPrivate}, Audit: true}
 	if sealer != nil { // a nil *oauth.Sealer in the interface would not read as none
 		a.Sealer = sealer
 	}
@@ -36,7 +36,7 @@ const leasesPerTimeout = 6
 // newDispatcher returns the dispatcher of the webhooks of api's database,
 // each attempt bounded by timeout, reporting to m (when not nil).
 func newDispatcher(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool, timeout time.Duration, m *metrics, logger *slog.Logger) *webhook.Dispatcher {
-	d := &webhook.Dispatcher{DB: api.DB, Dialect: api.Dialect, Guard: webhook.Guard{AllowPrivate: allowPrivate}, Logger: logger,
+	d := &webhook.Dispatcher{DB: api.DB, Dialect: api.Dialect, Guard: webhook.Guard{AllowPrivate: allowPrivate}, Audit: true, Logger: logger,
 		Timeout: timeout, Lease: leasesPerTimeout * timeout}
 	if sealer != nil {
 		d.Sealer = sealer

@@ -71,6 +71,10 @@ type API struct {
 	// MaxEndpoints is how many endpoints one organization may have; 0
 	// means DefaultMaxEndpoints.
 	MaxEndpoints int
+	// Audit records the creation, change and deletion of endpoints in the
+	// organization's audit log (package audit; its table must exist, see
+	// auditdb.Migrate), in the transaction of each write.
+	Audit bool
 }
 
 func (a *API) prefixes() []string { return a.Registry.PathPrefixes() }

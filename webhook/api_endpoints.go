@@ -10,6 +10,7 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
+	"github.com/waybillhq/waybill/audit"
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/conditional"
@@ -117,6 +118,20 @@ type endpointInput struct {
 // setsSubscription reports whether the input sets what the endpoint
 // subscribes to: event_types or branch_ids.
 func (in *endpointInput) setsSubscription() bool { return in.eventTypes != nil || in.setBranches }
+
+// fields names the members the input gives, for the audit log.
+func (in *endpointInput) fields() []string {
+	out := []string{}
+	for _, f := range []struct {
+		name  string
+		given bool
+	}{{"url", in.url != nil}, {"event_types", in.eventTypes != nil}, {"branch_ids", in.setBranches}, {"status", in.status != nil}} {
+		if f.given {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
 
 // readEndpoint reads and validates the body of a POST (create) or PATCH:
 // the types and shapes of its members, the URL (Guard.CheckURL) and the
@@ -310,6 +325,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 			"Cache-Control": "no-store", // the answer holds a credential
 		})
 		if err != nil {
+			return err
+		}
+		if err := a.audit(ctx, tx, r, audit.WebhookEndpointCreated, ep.ID, map[string]any{"url": ep.URL, "event_types": ep.EventTypes}); err != nil {
 			return err
 		}
 		return a.remember(ctx, tx, r, ans)
@@ -533,6 +551,9 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) error {
 		if ans, err = endpointAnswer(http.StatusOK, ep, nil); err != nil {
 			return err
 		}
+		if err := a.audit(ctx, tx, r, audit.WebhookEndpointChanged, id, map[string]any{"fields": in.fields()}); err != nil {
+			return err
+		}
 		return a.remember(ctx, tx, r, ans)
 	})
 	if err != nil {
@@ -577,7 +598,7 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		return nil
+		return a.audit(ctx, tx, r, audit.WebhookEndpointDeleted, id, map[string]any{"url": ep.URL})
 	})
 	if err != nil {
 		return a.failedWrite(w, r, err)

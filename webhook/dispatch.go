@@ -133,6 +133,10 @@ type Dispatcher struct {
 	// reachable. Give the API's Guard, so that the addresses it accepts at
 	// registration are the ones deliveries reach.
 	Guard Guard
+	// Audit records in the organization's audit log (package audit) each
+	// endpoint the dispatcher disables, in the transaction that disables
+	// it, as done by the system ("webhook dispatcher").
+	Audit bool
 	// Timeout bounds each attempt; 0 is 10 seconds.
 	Timeout time.Duration
 	// Now returns the current time; nil is time.Now.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/waybillhq/waybill/audit"
+	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -120,5 +122,12 @@ WHERE id = ? AND status = 'enabled'`), reason, d.Dialect.Timestamp(d.now()), j.e
 		return false, err
 	}
 	n, err := r.RowsAffected()
-	return n > 0, err
+	if err != nil || n == 0 || !d.Audit {
+		return n > 0, err
+	}
+	err = auditdb.Append(ctx, tx, d.Dialect, &audit.Entry{
+		OrganizationID: j.org, Action: audit.WebhookEndpointDisabled, Actor: audit.Actor{Kind: audit.ActorSystem, ID: "webhook dispatcher"},
+		Target: audit.Target{Kind: "webhook_endpoint", ID: j.endpointID}, Details: map[string]any{"reason": reason},
+	})
+	return err == nil, err
 }

@@ -8,6 +8,7 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
+	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/migrate"
 )
@@ -27,6 +28,9 @@ func (a *API) Migrate(ctx context.Context) error {
 	}
 	if _, err := migrate.Apply(ctx, db, d, migrations, "migrations/"+d.String(), "waybill_webhook_migrations"); err != nil {
 		return fmt.Errorf("webhook: migrate: %w", err)
+	}
+	if err := auditdb.Migrate(ctx, db, d); err != nil {
+		return fmt.Errorf("webhook: %w", err)
 	}
 	return a.Registry.Migrate(ctx)
 }
