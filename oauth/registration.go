@@ -366,9 +366,9 @@ func bearerToken(r *http.Request) (string, bool) {
 // mountRegistration registers the registration endpoints on mux at p.
 func (s *Server) mountRegistration(mux *http.ServeMux, p Paths) {
 	mux.Handle("POST "+p.Register, s.handle(s.handleRegister))
-	mux.Handle("GET "+p.Register+"/{client_id}", s.handle(s.handleReadRegistration))
-	mux.Handle("PUT "+p.Register+"/{client_id}", s.handle(s.handleUpdateRegistration))
-	mux.Handle("DELETE "+p.Register+"/{client_id}", s.handle(s.handleDeleteRegistration))
+	mux.Handle("GET "+p.Register+"/{client_id}", s.handle(s.manageRegistration(s.handleReadRegistration)))
+	mux.Handle("PUT "+p.Register+"/{client_id}", s.handle(s.manageRegistration(s.handleUpdateRegistration)))
+	mux.Handle("DELETE "+p.Register+"/{client_id}", s.handle(s.manageRegistration(s.handleDeleteRegistration)))
 }
 
 // registrationOn answers 404 when registration is off.
@@ -437,32 +437,34 @@ func (s *Server) checkInitialAccessToken(r *http.Request) error {
 	return nil
 }
 
+// manageRegistration returns a handler of the client configuration
+// endpoint (RFC 7592) that answers no-store, 404 while registration is
+// off, and 401 invalid_token unless the request's registration access
+// token manages the client of the path, and then runs h with that client.
+func (s *Server) manageRegistration(h func(w http.ResponseWriter, r *http.Request, app *App) error) apierrors.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Cache-Control", "no-store")
+		if err := s.registrationOn(); err != nil {
+			return err
+		}
+		app, err := s.registeredClient(r)
+		if err != nil {
+			return err
+		}
+		return h(w, r, app)
+	}
+}
+
 // handleReadRegistration is GET Paths.Register/{client_id} (RFC 7592
 // section 2.1).
-func (s *Server) handleReadRegistration(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Cache-Control", "no-store")
-	if err := s.registrationOn(); err != nil {
-		return err
-	}
-	app, err := s.registeredClient(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) handleReadRegistration(w http.ResponseWriter, r *http.Request, app *App) error {
 	writeJSON(w, http.StatusOK, s.clientInformation(app))
 	return nil
 }
 
 // handleUpdateRegistration is PUT Paths.Register/{client_id} (RFC 7592
 // section 2.2): the metadata of the body replaces the client's.
-func (s *Server) handleUpdateRegistration(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Cache-Control", "no-store")
-	if err := s.registrationOn(); err != nil {
-		return err
-	}
-	app, err := s.registeredClient(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) handleUpdateRegistration(w http.ResponseWriter, r *http.Request, app *App) error {
 	body, err := httpbody.JSON(nil, r, maxRequestBytes)
 	if err != nil {
 		return err
@@ -507,15 +509,7 @@ func (s *Server) handleUpdateRegistration(w http.ResponseWriter, r *http.Request
 // handleDeleteRegistration is DELETE Paths.Register/{client_id} (RFC 7592
 // section 2.3): the client is deleted and its refresh token families
 // revoked.
-func (s *Server) handleDeleteRegistration(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Cache-Control", "no-store")
-	if err := s.registrationOn(); err != nil {
-		return err
-	}
-	app, err := s.registeredClient(r)
-	if err != nil {
-		return err
-	}
+func (s *Server) handleDeleteRegistration(w http.ResponseWriter, r *http.Request, app *App) error {
 	if err := s.DeleteRegisteredClient(r.Context(), app.ClientID); err != nil {
 		return err
 	}
