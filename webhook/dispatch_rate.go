@@ -20,7 +20,9 @@ import (
 // at rate_next, without an attempt, and wakes its dispatcher then. The
 // database is the one the dispatchers share already, so the limit holds
 // across replicas with or without Redis, at one statement per delivery of
-// a limited endpoint.
+// a limited endpoint. Until its turn has come, the claim leaves an
+// endpoint's deliveries alone (dueOrgs, leaseDue), so that a backlog
+// behind a limit is not leased and given back over and over.
 
 // interval returns the emission interval of rate deliveries a second.
 func interval(rate int64) time.Duration {
@@ -50,6 +52,9 @@ WHERE id = ? AND (rate_next IS NULL OR rate_next <= ?)`), d.Dialect.Timestamp(no
 	if n, err := res.RowsAffected(); err != nil {
 		return time.Time{}, false, fmt.Errorf("webhook: take the turn of an endpoint: %w", err)
 	} else if n == 1 {
+		// The claim leaves the endpoint's deliveries until its next turn:
+		// Run looks again then.
+		d.wakeAt(now.Add(interval(rate)))
 		return now, true, nil
 	}
 	// Another replica took it a moment ago: the next turn is about one
