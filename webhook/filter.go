@@ -131,7 +131,8 @@ func (a *API) parseFilter(conditions []string, patterns []string, refuse refusal
 			q, err := s.Parse(url.Values{"filter": {c}})
 			if err != nil {
 				desc := apierrors.From(err).Description
-				return nil, refuse("filter: %s (for the events of %s)", desc, resources[i].Name)
+				// The description names the filter and its field already.
+				return nil, refuse("%s (for the events of %s)", desc, resources[i].Name)
 			}
 			var t string
 			for _, f := range s.Fields {
