@@ -303,13 +303,14 @@ func (w *oavWorld) feedAndWebhooks(t *testing.T) []string {
 	receiver := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(receiver.Close)
 	endpoints := "/v1/" + w.org + "/webhook_endpoints"
-	created := oavWant(t, w.call(t, "POST", endpoints, w.token, `{"url":"`+receiver.URL+`","event_types":["account.*"]}`, "Idempotency-Key", "hook-1"), 201)
+	created := oavWant(t, w.call(t, "POST", endpoints, w.token, `{"url":"`+receiver.URL+`","event_types":["account.*"],"filter":["created_at:gte:2020-01-01"],"rate_limit":50}`, "Idempotency-Key", "hook-1"), 201)
 	endpoint := endpoints + "/" + oavData(t, created)["id"].(string)
 	oavWant(t, w.call(t, "POST", endpoints, w.token, `{"url":"ftp://example.com","event_types":["account.*"]}`), 400)
 	oavWant(t, w.call(t, "GET", endpoints, w.token, ""), 200)
 	got := oavWant(t, w.call(t, "GET", endpoint, w.token, ""), 200)
 	oavWant(t, w.call(t, "PATCH", endpoint, w.token, `{"event_types":["account.*","quotation.*"]}`, "If-Match", got.header.Get("ETag")), 200)
 	oavWant(t, w.call(t, "PATCH", endpoint, w.token, `{"status":"paused"}`), 400)
+	oavWant(t, w.call(t, "PATCH", endpoint, w.token, `{"filter":["total_packages:gt:1"]}`), 400)
 	oavWant(t, w.call(t, "POST", "/v1/"+w.branch+"/accounts", w.token, `{"company_name":"Hooked"}`), 201)
 	// The page is polled unchecked until the delivery is there: an empty
 	// page answers "data": null today, which the document rightly does not

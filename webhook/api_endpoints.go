@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -47,6 +49,8 @@ type endpointView struct {
 	URL            string   `json:"url"`
 	EventTypes     []string `json:"event_types"`
 	BranchIDs      []string `json:"branch_ids"`
+	Filter         []string `json:"filter"`
+	RateLimit      *int     `json:"rate_limit"`
 	Status         string   `json:"status"`
 	DisabledReason *string  `json:"disabled_reason"`
 	ClientID       string   `json:"client_id"`
@@ -55,14 +59,15 @@ type endpointView struct {
 	// Secret is set in the answer of POST only.
 	Secret string `json:"secret,omitempty"`
 
-	reason         string     // disabled_reason as stored
-	grantResources []string   // grant_resources
-	cutOffAt       *time.Time // cut_off_at: when set, the endpoint was disabled by the disconnection of ClientID then
+	reason         string            // disabled_reason as stored
+	filter         []storedCondition // filter as stored; nil: none
+	grantResources []string          // grant_resources
+	cutOffAt       *time.Time        // cut_off_at: when set, the endpoint was disabled by the disconnection of ClientID then
 }
 
 // endpointColumns are the columns scanEndpoint reads.
 var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at",
-	"grant_resources", "cut_off_at"}
+	"grant_resources", "cut_off_at", "filter", "rate_limit"}
 
 // scanEndpoint reads a row of endpointColumns.
 func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
@@ -71,11 +76,21 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
 		types, grant             string
 		branches                 sql.NullString
 		created, updated, cutOff any
+		filter                   *string
+		rateLimit                sql.NullInt64
 	)
-	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated, &grant, &cutOff); err != nil {
+	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated, &grant, &cutOff, &filter, &rateLimit); err != nil {
 		return nil, err
 	}
 	errs := []error{json.Unmarshal([]byte(types), &ep.EventTypes), json.Unmarshal([]byte(grant), &ep.grantResources)}
+	var err error
+	ep.filter, err = readStoredFilter(filter)
+	errs = append(errs, err)
+	ep.Filter = filterConditions(ep.filter)
+	if rateLimit.Valid {
+		n := int(rateLimit.Int64)
+		ep.RateLimit = &n
+	}
 	if branches.Valid {
 		errs = append(errs, json.Unmarshal([]byte(branches.String), &ep.BranchIDs))
 	}
@@ -111,6 +126,10 @@ type endpointInput struct {
 	setBranches   bool
 	branchIDs     []string // nil with setBranches: every branch
 	status        *string
+	setFilter     bool     // the body gives filter
+	filter        []string // nil with setFilter: no filter
+	setRateLimit  bool     // the body gives rate_limit
+	rateLimit     *int     // nil with setRateLimit: no limit
 	refuse        refusal
 	givenBranches bool // branch_ids named branches (checked against the organization)
 }
@@ -137,9 +156,9 @@ func (in *endpointInput) fields() []string {
 // the types and shapes of its members, the URL (Guard.CheckURL) and the
 // event types. What the token may do is checked later (authorize).
 func (a *API) readEndpoint(w http.ResponseWriter, r *http.Request, create bool) (*endpointInput, error) {
-	refuse, allowed := refusal(apierrors.InvalidUpdate), []string{"url", "event_types", "branch_ids", "status"}
+	refuse, allowed := refusal(apierrors.InvalidUpdate), []string{"url", "event_types", "branch_ids", "filter", "rate_limit", "status"}
 	if create {
-		refuse, allowed = apierrors.InvalidCreate, []string{"url", "event_types", "branch_ids"}
+		refuse, allowed = apierrors.InvalidCreate, []string{"url", "event_types", "branch_ids", "filter", "rate_limit"}
 	}
 	members, err := readBody(w, r, allowed, refuse)
 	if err != nil {
@@ -195,6 +214,26 @@ func (a *API) readEndpoint(w http.ResponseWriter, r *http.Request, create bool) 
 			in.branchIDs, in.givenBranches = dedupe(ids), true
 		}
 	}
+	if raw, ok := members["filter"]; ok {
+		in.setFilter = true
+		if !isNull(raw) {
+			l, err := decodeStrings(raw, "filter", refuse)
+			if err != nil {
+				return nil, refuse("filter must be an array of conditions field:operator:value, or null for every event")
+			}
+			in.filter = nonNilStrings(l)
+		}
+	}
+	if raw, ok := members["rate_limit"]; ok {
+		in.setRateLimit = true
+		if !isNull(raw) {
+			n, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+			if err != nil || n < 1 || n > MaxRateLimit {
+				return nil, refuse("rate_limit must be a whole number of deliveries a second from 1 to %d, or null for no limit", MaxRateLimit)
+			}
+			in.rateLimit = &n
+		}
+	}
 	if raw, ok := members["status"]; ok {
 		s, err := decodeString(raw, "status", refuse)
 		if err != nil || (s != statusEnabled && s != statusDisabled) {
@@ -203,6 +242,28 @@ func (a *API) readEndpoint(w http.ResponseWriter, r *http.Request, create bool) 
 		in.status = &s
 	}
 	return in, nil
+}
+
+// nonNilStrings returns l, or an empty slice for nil.
+func nonNilStrings(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// checkFilter checks the filter of the endpoint as the write leaves it —
+// the filter in, or else the stored one, against the event types in, or
+// else the stored ones — and returns it as stored (nil: none).
+func (a *API) checkFilter(in *endpointInput, stored []storedCondition, types []string) ([]storedCondition, error) {
+	conditions := filterConditions(stored)
+	if in.setFilter {
+		conditions = in.filter
+	}
+	if conditions == nil {
+		return nil, nil
+	}
+	return a.parseFilter(conditions, types, in.refuse)
 }
 
 // parsePatterns checks the event types of a body (see API): 1 to
@@ -270,10 +331,15 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 	if err := a.authorize(t, in, orgBranches, nil); err != nil {
 		return err
 	}
+	filter, err := a.checkFilter(in, nil, in.eventTypes)
+	if err != nil {
+		return err
+	}
 	now := a.now()
 	ep := &endpointView{
 		ID: newID(), URL: *in.url, EventTypes: in.eventTypes, BranchIDs: in.branchIDs, Status: statusEnabled,
-		ClientID: t.Claims.ClientID, CreatedAt: jsonTime(now), UpdatedAt: jsonTime(now),
+		Filter: filterConditions(filter), RateLimit: in.rateLimit,
+		ClientID: t.Claims.ClientID, CreatedAt: jsonTime(now), UpdatedAt: jsonTime(now), filter: filter,
 	}
 	grantResources, grantBranches := a.grant(t)
 	// Number the events committed so far, so that the head read below
@@ -309,9 +375,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 		}
 		text, args, err = d.SQL(sq.Insert(endpointsTable).
 			Columns("id", "organization_id", "url", "event_types", "branch_ids", "grant_resources", "grant_branches",
-				"secret", "secret_key_id", "status", "disabled_reason", "client_id", "after_seq", "created_at", "updated_at").
+				"secret", "secret_key_id", "status", "disabled_reason", "client_id", "after_seq", "created_at", "updated_at", "filter", "rate_limit").
 			Values(ep.ID, t.OrganizationID, ep.URL, jsonList(ep.EventTypes), jsonList(ep.BranchIDs), jsonList(grantResources), jsonList(grantBranches),
-				sealed, keyID, ep.Status, "", ep.ClientID, head, d.Timestamp(now), d.Timestamp(now)))
+				sealed, keyID, ep.Status, "", ep.ClientID, head, d.Timestamp(now), d.Timestamp(now), storedFilter(filter), rateLimitColumn(ep.RateLimit)))
 		if err != nil {
 			return apierrors.Internal(err)
 		}
@@ -518,6 +584,10 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) error {
 		if err := a.checkCovers(t, types, ep.grantResources); err != nil {
 			return err
 		}
+		filter, err := a.checkFilter(in, ep.filter, types)
+		if err != nil {
+			return err
+		}
 		if err := checkIfMatch(r, ep); err != nil {
 			return err
 		}
@@ -531,6 +601,14 @@ func (a *API) update(w http.ResponseWriter, r *http.Request) error {
 		}
 		if in.setBranches {
 			ep.BranchIDs, set["branch_ids"] = in.branchIDs, jsonList(in.branchIDs)
+		}
+		if in.setFilter || in.eventTypes != nil {
+			// New event types may give a field another resource's type.
+			ep.filter, set["filter"] = filter, storedFilter(filter)
+			ep.Filter = filterConditions(filter)
+		}
+		if in.setRateLimit {
+			ep.RateLimit, set["rate_limit"] = in.rateLimit, rateLimitColumn(in.rateLimit)
 		}
 		resources, branches := a.grant(t)
 		ep.ClientID, ep.grantResources = t.Claims.ClientID, resources
@@ -609,4 +687,17 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) error {
 	}
 	send(w, ans)
 	return nil
+}
+
+// MaxRateLimit is the highest rate_limit of an endpoint: deliveries a
+// second.
+const MaxRateLimit = 10000
+
+// rateLimitColumn returns n as the rate_limit column holds it: NULL for no
+// limit.
+func rateLimitColumn(n *int) any {
+	if n == nil {
+		return nil
+	}
+	return int64(*n)
 }

@@ -106,7 +106,11 @@ func (o Outcome) String() string {
 // an endpoint in the order of its events: a delivery waits while an
 // earlier delivery of the same record to the same endpoint is pending.
 // The deliveries of a disabled endpoint wait, pending, until it is enabled
-// again; it gets no new ones meanwhile. The organizations with due
+// again; it gets no new ones meanwhile. An endpoint with a rate_limit gets
+// at most that many deliveries a second whatever the number of replicas:
+// they take its turns in its row, and a delivery whose turn has not come
+// is given back, pending and due at the next turn, without an attempt.
+// An endpoint with a filter gets only the events that meet it. The organizations with due
 // deliveries share a replica's Workers: none has more than half of them,
 // those that are busy at once split them evenly, keeping one free for an
 // organization that has nothing in flight, and a free worker goes to the
@@ -168,6 +172,9 @@ type Dispatcher struct {
 	once   sync.Once
 	wake   chan struct{}
 	client *http.Client
+
+	mu      sync.Mutex
+	soonest time.Time // when a delivery postponed by an endpoint's rate limit comes due; zero: none
 }
 
 // init sets up the wake channel and the client.
@@ -267,7 +274,8 @@ func (d *Dispatcher) Wake() {
 
 // Run delivers until ctx is done: it fans out new events, claims the due
 // deliveries and posts up to Workers of them at once, and waits for
-// PollInterval, Wake or the end of an attempt before the next pass.
+// PollInterval, Wake, the end of an attempt or the turn of a delivery its
+// endpoint's rate limit postponed before the next pass.
 // Failures of the database are logged and retried at the next pass. When
 // ctx is done Run claims nothing more, waits for the attempts in flight
 // (each bounded by Timeout) to finish and be recorded, and returns nil. It
@@ -325,7 +333,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		// for it (an earlier one of its record) becomes due. A signal left
 		// by an attempt that ended before the claim above costs one claim
 		// that finds nothing new, never a wait for the PollInterval.
-		timer := time.NewTimer(d.poll())
+		timer := time.NewTimer(d.nextWait())
 		fanOut = true
 		select {
 		case <-ctx.Done():

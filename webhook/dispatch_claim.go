@@ -139,7 +139,8 @@ func (d *Dispatcher) claim(ctx context.Context, n, workers int, fl *inflight) ([
 }
 
 // dueOrgs returns the organizations that have due, unleased deliveries to
-// enabled endpoints, oldest first. It looks up the first such delivery of
+// enabled endpoints whose rate limit's turn has come (see takeSlot),
+// oldest first. It looks up the first such delivery of
 // each enabled endpoint in the index of the pending deliveries by endpoint
 // and time: its cost grows with the endpoints, not with the backlogs.
 func (d *Dispatcher) dueOrgs(ctx context.Context, now time.Time) ([]dueOrg, error) {
@@ -148,8 +149,8 @@ func (d *Dispatcher) dueOrgs(ctx context.Context, now time.Time) ([]dueOrg, erro
 	(SELECT d.next_attempt_at FROM waybill_webhook_deliveries d
 		WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
 		ORDER BY d.next_attempt_at LIMIT 1) AS due
-	FROM waybill_webhook_endpoints e WHERE e.status = 'enabled') x
-WHERE due IS NOT NULL`), ts, ts)
+	FROM waybill_webhook_endpoints e WHERE e.status = 'enabled' AND (e.rate_next IS NULL OR e.rate_next <= ?)) x
+WHERE due IS NOT NULL`), ts, ts, ts)
 	if err != nil {
 		return nil, fmt.Errorf("webhook: claim: %w", err)
 	}
@@ -202,11 +203,11 @@ func (d *Dispatcher) leaseDue(ctx context.Context, now time.Time, orgs []dueOrg,
 		parts = append(parts, fmt.Sprintf(`SELECT id FROM (SELECT d.id FROM waybill_webhook_deliveries d
 	JOIN waybill_webhook_endpoints e ON e.id = d.endpoint_id
 	WHERE d.organization_id = ? AND d.status = 'pending' AND d.next_attempt_at <= ? AND (d.lease_until IS NULL OR d.lease_until < ?)
-	AND e.status = 'enabled'
+	AND e.status = 'enabled' AND (e.rate_next IS NULL OR e.rate_next <= ?)
 	AND NOT EXISTS (SELECT 1 FROM waybill_webhook_deliveries p
 		WHERE p.endpoint_id = d.endpoint_id AND p.record_id = d.record_id AND p.event_seq < d.event_seq AND p.status = 'pending')
 	ORDER BY d.next_attempt_at, d.event_seq LIMIT %d) o%d`, room[o.id], len(parts)))
-		args = append(args, o.id, ts, ts)
+		args = append(args, o.id, ts, ts, ts)
 	}
 	if len(parts) == 0 {
 		return nil, nil, nil

@@ -85,21 +85,48 @@ type subscription struct {
 	grantResources []string
 	grantBranches  []string // nil: every branch
 	afterSeq       int64
+	filter         eventFilter // nil: every event
 }
 
-// wants reports whether the endpoint gets a delivery of e.
-func (ep *subscription) wants(e *eventstore.Stored) bool {
+// fanEvent is an event as the fan-out decides on it: the stored event and,
+// once a filter asked for it, what filters read of its body, decoded once
+// for every endpoint.
+type fanEvent struct {
+	*eventstore.Stored
+	data    *eventData
+	decoded bool
+}
+
+// body returns what filters read of the event's body, decoding it the
+// first time; nil when it does not decode.
+func (e *fanEvent) body() *eventData {
+	if !e.decoded {
+		e.decoded = true
+		e.data, _ = decodeEvent(e.Body)
+	}
+	return e.data
+}
+
+// wants reports whether the endpoint gets a delivery of e: by its after
+// sequence, the grant, its event types, its branches and its filter. It
+// is the one place that decides; whatever sends an endpoint events (the
+// fan-out, a recovery of past events) asks it.
+func (ep *subscription) wants(e *fanEvent) bool {
 	if e.Seq <= ep.afterSeq || !slices.Contains(ep.grantResources, e.Resource) {
 		return false
 	}
 	if !slices.ContainsFunc(ep.patterns, func(p events.Pattern) bool { return p.Matches(e.Type) }) {
 		return false
 	}
-	if e.BranchID == "" {
+	if e.BranchID != "" && !((ep.branches == nil || slices.Contains(ep.branches, e.BranchID)) &&
+		(ep.grantBranches == nil || slices.Contains(ep.grantBranches, e.BranchID))) {
+		return false
+	}
+	if ep.filter == nil {
 		return true
 	}
-	return (ep.branches == nil || slices.Contains(ep.branches, e.BranchID)) &&
-		(ep.grantBranches == nil || slices.Contains(ep.grantBranches, e.BranchID))
+	data := e.body()
+	return data != nil && ep.filter.matches(data)
 }
 
 // fanOutOrg turns up to fanOutBatch new events of org into deliveries in
@@ -160,7 +187,7 @@ ON CONFLICT (organization_id) DO NOTHING`), org); err != nil {
 
 // endpoints returns the enabled endpoints of org.
 func (d *Dispatcher) endpoints(ctx context.Context, tx *sql.Tx, org string) ([]subscription, error) {
-	rows, err := tx.QueryContext(ctx, d.sql(`SELECT id, event_types, branch_ids, grant_resources, grant_branches, after_seq
+	rows, err := tx.QueryContext(ctx, d.sql(`SELECT id, event_types, branch_ids, grant_resources, grant_branches, after_seq, filter
 FROM waybill_webhook_endpoints WHERE organization_id = ? AND status = 'enabled'`), org)
 	if err != nil {
 		return nil, err
@@ -174,8 +201,10 @@ FROM waybill_webhook_endpoints WHERE organization_id = ? AND status = 'enabled'`
 			branches, grantBranches          sql.NullString
 			typesErr, resErr, brErr, grBrErr error
 			typeList                         []string
+			filter                           *string
+			filterErr                        error
 		)
-		if err := rows.Scan(&ep.id, &types, &branches, &resources, &grantBranches, &ep.afterSeq); err != nil {
+		if err := rows.Scan(&ep.id, &types, &branches, &resources, &grantBranches, &ep.afterSeq, &filter); err != nil {
 			return nil, err
 		}
 		typeList, typesErr = parseList(types)
@@ -188,7 +217,14 @@ FROM waybill_webhook_endpoints WHERE organization_id = ? AND status = 'enabled'`
 			ep.grantBranches, grBrErr = parseList(grantBranches.String)
 			ep.grantBranches = nonNil(ep.grantBranches)
 		}
-		if err := errors.Join(typesErr, resErr, brErr, grBrErr); err != nil {
+		// The filter is compiled once a load: the events are matched in
+		// memory.
+		if stored, err := readStoredFilter(filter); err != nil {
+			filterErr = err
+		} else {
+			ep.filter, filterErr = compileFilter(stored)
+		}
+		if err := errors.Join(typesErr, resErr, brErr, grBrErr, filterErr); err != nil {
 			// It gets nothing rather than too much.
 			d.logger().Error("webhook: an endpoint's settings cannot be read; it gets no events", "endpoint", ep.id, "error", err)
 			continue
@@ -249,7 +285,7 @@ func (d *Dispatcher) insertDeliveries(ctx context.Context, tx *sql.Tx, org strin
 		return err
 	}
 	for i := range evs {
-		e := &evs[i]
+		e := &fanEvent{Stored: &evs[i]}
 		for j := range eps {
 			if !eps[j].wants(e) {
 				continue

@@ -36,10 +36,12 @@ func (d *Dispatcher) deliver(ctx context.Context, j job) (Outcome, error) {
 		rawURL, keyID string
 		sealed        []byte
 		event         sql.NullString
+		rateLimit     sql.NullInt64
+		rateNext      any
 	)
-	err := d.DB.QueryRowContext(ctx, d.sql(`SELECT p.url, p.secret, p.secret_key_id, e.body FROM waybill_webhook_endpoints p
+	err := d.DB.QueryRowContext(ctx, d.sql(`SELECT p.url, p.secret, p.secret_key_id, e.body, p.rate_limit, p.rate_next FROM waybill_webhook_endpoints p
 LEFT JOIN waybill_events e ON e.organization_id = ? AND e.seq = ? WHERE p.id = ?`), j.org, j.seq, j.endpointID).
-		Scan(&rawURL, &sealed, &keyID, &event)
+		Scan(&rawURL, &sealed, &keyID, &event, &rateLimit, &rateNext)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil // deleted, with its deliveries
 	}
@@ -48,6 +50,17 @@ LEFT JOIN waybill_events e ON e.organization_id = ? AND e.seq = ? WHERE p.id = ?
 	}
 	if !event.Valid {
 		return d.record(ctx, j, result{at: d.now(), err: errEventRemoved, final: true})
+	}
+	if rateLimit.Valid && rateLimit.Int64 > 0 {
+		at, ok, err := d.takeSlot(ctx, j, rateLimit.Int64, rateNext)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			// Over the endpoint's rate: the delivery waits for its turn,
+			// pending, and costs no attempt.
+			return 0, d.postpone(ctx, j, at)
+		}
 	}
 	body := event.String
 	secret, err := openSecret(d.Sealer, j.endpointID, sealed, keyID)
@@ -156,8 +169,13 @@ func printable(b []byte, limit int) string {
 
 // release gives j back without an attempt, to be tried after secretRetry.
 func (d *Dispatcher) release(ctx context.Context, j job) error {
+	return d.releaseUntil(ctx, j, d.now().Add(secretRetry))
+}
+
+// releaseUntil gives j back without an attempt, to be tried at at.
+func (d *Dispatcher) releaseUntil(ctx context.Context, j job, at time.Time) error {
 	_, err := d.DB.ExecContext(ctx, d.sql(`UPDATE waybill_webhook_deliveries SET lease_until = NULL, next_attempt_at = ?
-WHERE id = ? AND lease_until = ?`), d.Dialect.Timestamp(d.now().Add(secretRetry)), j.id, d.Dialect.Timestamp(j.lease))
+WHERE id = ? AND lease_until = ?`), d.Dialect.Timestamp(at), j.id, d.Dialect.Timestamp(j.lease))
 	if err != nil {
 		return fmt.Errorf("webhook: release a delivery: %w", err)
 	}

@@ -76,15 +76,16 @@
 //
 // # Bodies
 //
-// POST takes {"url", "event_types", "branch_ids"}, PATCH any of "url",
-// "event_types", "branch_ids" and "status" ("enabled" or "disabled";
-// enabling clears disabled_reason). A body is one JSON object of
+// POST takes {"url", "event_types", "branch_ids", "filter", "rate_limit"},
+// PATCH any of these but none required, and "status" ("enabled" or
+// "disabled"; enabling clears disabled_reason). A body is one JSON object of
 // application/json, at most MaxBodyBytes (else 413); a member the route
 // does not take, or a value of the wrong type, is 400 invalid_create (POST)
 // or invalid_update (PATCH); JSON that does not parse, or that names a
 // member twice, is 400 invalid_request. An endpoint answers as
 //
-//	{"id", "url", "event_types", "branch_ids" (null: every branch), "status",
+//	{"id", "url", "event_types", "branch_ids" (null: every branch),
+//	 "filter" (null: every event), "rate_limit" (null: no limit), "status",
 //	 "disabled_reason" (null while enabled), "client_id" (the app under
 //	 whose authority it acts), "created_at", "updated_at"}
 //
@@ -102,6 +103,37 @@
 //     of Resources ("quotation.created"), all the types of one
 //     ("quotation.*"), or every type ("*"); anything else is 400 naming
 //     it. They are stored as a JSON array, duplicates dropped.
+//   - filter: optional (absent or null: every event); when given, 1 to
+//     MaxFilterConditions conditions "field:operator:value", all of which
+//     an event must meet to be delivered, in the grammar of the list
+//     filters of package query (split on the first two colons; operators
+//     eq, ne, in, gt, gte, lt, lte and isnull, as the field's type allows;
+//     in comma-separated, a value with a comma in double quotes). A field
+//     is one of the event's data.record, compared as its type (integers
+//     and numbers as numbers, dates and timestamps as times, the rest as
+//     strings); status.from or status.to, the move a status_changed event
+//     carries (null on every other event, the updated event of the same
+//     write included); or changed, whose values are field names:
+//     changed:eq:eta holds when eta is among data.changed, changed:in:a,b
+//     when any of them is, changed:ne:eta when it is not. A field the
+//     event's record lacks (a deleted record carries its id only) or holds
+//     as null is null: only isnull:true holds for it, and ne never does.
+//     A condition holds for every resource the event types name or is
+//     refused: its field must be a field of each (status.from and
+//     status.to need a status flow in each), of one type in all, and its
+//     value must parse as that type for each; the filter is checked again
+//     when a PATCH changes event_types. A refusal is 400 invalid_create or
+//     invalid_update naming the reason, and nothing changes. The
+//     dispatcher compiles the filter once each time it loads the
+//     endpoints and decides on each event's body in memory.
+//   - rate_limit: optional (absent or null: no limit); a whole number of
+//     deliveries a second from 1 to MaxRateLimit. The dispatchers of every
+//     replica share it through the endpoint's row: a delivery is posted
+//     only when the endpoint's turn has come (the generic cell rate
+//     algorithm with no burst beyond one: turns at least 1/rate_limit
+//     seconds apart, taken by a conditional UPDATE so that of two replicas
+//     one gets each); else it stays pending, due at the next turn, and
+//     costs no attempt. It holds across replicas with or without Redis.
 //   - The token must be able to read what it subscribes to: a pattern that
 //     names a resource needs that resource's read scope, "*" at least one
 //     resource's; else 403 insufficient_scope naming the scope.

@@ -36,6 +36,8 @@ func FuzzEndpointBody(f *testing.F) {
 		`{"url": "https://93.184.216.34/hook", "event_types": ["*"], "branch_ids": ["0a000000-0000-4000-8000-0000000000a1"]}`,
 		`{"status": "disabled"}`, `{"url": "http://127.0.0.1/"}`, `{"event_types": []}`, `{"branch_ids": null}`,
 		`{"url": 1}`, `{"url": "x", "url": "y"}`, `[]`, `{`, ``, `{"secret": "whsec_x"}`,
+		`{"url": "https://93.184.216.34/hook", "event_types": ["quotation.*"], "filter": ["status:eq:x"], "rate_limit": 5}`,
+		`{"filter": null, "rate_limit": null}`, `{"rate_limit": 1.5}`, `{"rate_limit": -1}`, `{"filter": [1]}`, `{"filter": []}`,
 	} {
 		f.Add(s, true)
 		f.Add(s, false)
@@ -60,6 +62,9 @@ func FuzzEndpointBody(f *testing.F) {
 			if err := (Guard{Resolver: noDNS}).CheckURL(ctx, *in.url); err != nil {
 				t.Fatalf("%q: url %q taken: %v", body, *in.url, err)
 			}
+		}
+		if in.rateLimit != nil && (*in.rateLimit < 1 || *in.rateLimit > MaxRateLimit) {
+			t.Fatalf("%q: rate_limit %d taken", body, *in.rateLimit)
 		}
 		if len(in.eventTypes) > MaxEventTypes {
 			t.Fatalf("%q: %d event types", body, len(in.eventTypes))

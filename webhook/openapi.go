@@ -153,6 +153,25 @@ func oaSchemas() map[string]*openapi.Schema {
 		return &openapi.Schema{Type: []string{"array", "null"}, MinItems: openapi.Ptr(1), Items: &openapi.Schema{Type: "string", Format: "uuid"},
 			Description: "The branches whose events the endpoint gets; null for every branch. A client-credentials token may name only its own branches, and must name some unless it covers every branch of the organization."}
 	}
+	filter := func() *openapi.Schema {
+		return &openapi.Schema{Type: []string{"array", "null"}, MinItems: openapi.Ptr(1), MaxItems: openapi.Ptr(MaxFilterConditions),
+			Items: &openapi.Schema{Type: "string", Pattern: "^[^:]+:[^:]+:", Examples: []any{"status.to:eq:delivered"}},
+			Description: "Conditions `field:operator:value` that every event the endpoint gets meets, all of them; null for every event. " +
+				"The grammar of the lists' `filter` parameter, split on the first two colons: operators `eq`, `ne`, `in` (comma-separated; a value that holds a comma in double quotes), " +
+				"`gt`, `gte`, `lt`, `lte` and `isnull` (`true` or `false`), each where the field's type allows it; values parse as the field's type and compare as it (numbers as numbers, dates and timestamps as times). " +
+				"A field is one of `data.record`, or `status.from` and `status.to` (the move a `status_changed` event carries; null on every other event), " +
+				"or `changed` (`changed:eq:eta` holds when `eta` is among `data.changed`; `in` when any of them is; `ne` when it is not). " +
+				"A condition names a field that every resource the event types name has, with one type in all of them (`status.from`/`status.to`: every one has a status flow), " +
+				"else 400. A field the event's record lacks (a deleted record carries its `id` only) or holds as null is null: only `isnull:true` holds for it, and `ne` never does. " +
+				"Changing `event_types` checks the filter again.",
+			Examples: []any{[]string{"status.to:eq:delivered"}, []string{"changed:in:eta,delivery_until", "weight_kg:gt:1000"}}}
+	}
+	rateLimit := func() *openapi.Schema {
+		return &openapi.Schema{Type: []string{"integer", "null"}, Format: "int32", Minimum: openapi.Ptr(1.0), Maximum: openapi.Ptr(float64(MaxRateLimit)),
+			Description: "The most deliveries a second the endpoint gets, across every replica of the server; null for no limit. " +
+				"Deliveries beyond it wait their turn (one every 1/rate_limit seconds, with no burst beyond one): they stay pending and cost no attempt.",
+			Examples: []any{10}}
+	}
 	status := func() *openapi.Schema {
 		return &openapi.Schema{Type: "string", Enum: []any{statusEnabled, statusDisabled},
 			Description: "`enabled`, or `disabled`: by a PATCH, by the server after deliveries kept failing, or when the app under whose authority it acts was disconnected from the organization (see `disabled_reason`; then no other app may change or enable it). A disabled endpoint gets no deliveries; enabling it clears `disabled_reason`."}
@@ -163,6 +182,8 @@ func oaSchemas() map[string]*openapi.Schema {
 			openapi.Prop("url", url()),
 			openapi.Prop("event_types", eventTypes()),
 			openapi.Prop("branch_ids", branchIDs()),
+			openapi.Prop("filter", filter()),
+			openapi.Prop("rate_limit", rateLimit()),
 			openapi.Prop("status", status()),
 			openapi.Prop("disabled_reason", &openapi.Schema{Type: []string{"string", "null"}, Description: "Why the endpoint is disabled; null while it is enabled."}),
 			openapi.Prop("client_id", &openapi.Schema{Type: "string",
@@ -171,7 +192,7 @@ func oaSchemas() map[string]*openapi.Schema {
 			openapi.Prop("updated_at", timestamp("When the endpoint was last changed.")),
 		}
 	}
-	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at"}
+	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "filter", "rate_limit", "status", "disabled_reason", "client_id", "created_at", "updated_at"}
 	endpointSchema := openapi.Object(endpointRequired, endpointProps()...)
 	endpointSchema.Description = "A webhook endpoint. Its signing secret is shown once, when it is created (WebhookEndpointCreated), and never again."
 	created := openapi.Object(append(append([]string{}, endpointRequired...), "secret"), append(endpointProps(),
@@ -181,11 +202,13 @@ func oaSchemas() map[string]*openapi.Schema {
 	created.Description = "A webhook endpoint as its creation answers: with its signing secret."
 	noMore := openapi.Ptr(false)
 	create := openapi.Object([]string{"url", "event_types"},
-		openapi.Prop("url", url()), openapi.Prop("event_types", eventTypes()), openapi.Prop("branch_ids", branchIDs()))
+		openapi.Prop("url", url()), openapi.Prop("event_types", eventTypes()), openapi.Prop("branch_ids", branchIDs()),
+		openapi.Prop("filter", filter()), openapi.Prop("rate_limit", rateLimit()))
 	create.AdditionalProperties = noMore
 	create.Description = "A new webhook endpoint. Any other member is refused (400 `invalid_create`)."
 	update := openapi.Object(nil,
-		openapi.Prop("url", url()), openapi.Prop("event_types", eventTypes()), openapi.Prop("branch_ids", branchIDs()), openapi.Prop("status", status()))
+		openapi.Prop("url", url()), openapi.Prop("event_types", eventTypes()), openapi.Prop("branch_ids", branchIDs()),
+		openapi.Prop("filter", filter()), openapi.Prop("rate_limit", rateLimit()), openapi.Prop("status", status()))
 	update.AdditionalProperties = noMore
 	update.Description = "The changes to a webhook endpoint: the members given. Every change grants the endpoint anew what the token reads. Any other member is refused (400 `invalid_update`)."
 
@@ -351,7 +374,9 @@ func oaBodyErrors(create bool) *openapi.Response {
 	return openapi.ErrorResponse("`invalid_request`: no `Content-Type: application/json`, or a body that is not one JSON object.\n\n"+
 		"`"+code+"`: a member the operation does not take, a value of the wrong type, a URL the server refuses (the description says why), "+
 		"an event type that is none of the resources', no event types or more than "+strconv.Itoa(MaxEventTypes)+", "+
-		"or `branch_ids` that are empty or not branches of the organization.",
+		"`branch_ids` that are empty or not branches of the organization, "+
+		"a `filter` condition that does not parse, names a field not every subscribed resource has (or of two types), an operator the field does not allow or a value not of its type "+
+		"(checked again when `event_types` change), or a `rate_limit` that is not a whole number from 1 to "+strconv.Itoa(MaxRateLimit)+". Nothing is changed.",
 		oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object"),
 		oaErr(code, example))
 }
