@@ -144,7 +144,8 @@ func (in *endpointInput) fields() []string {
 	for _, f := range []struct {
 		name  string
 		given bool
-	}{{"url", in.url != nil}, {"event_types", in.eventTypes != nil}, {"branch_ids", in.setBranches}, {"status", in.status != nil}} {
+	}{{"url", in.url != nil}, {"event_types", in.eventTypes != nil}, {"branch_ids", in.setBranches}, {"status", in.status != nil},
+		{"filter", in.setFilter}, {"rate_limit", in.setRateLimit}} {
 		if f.given {
 			out = append(out, f.name)
 		}
