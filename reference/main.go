@@ -12,7 +12,7 @@
 //	waybill admin user create   --email E --password P --org ORG [--org ...] [--admin] → {"id"}
 //	waybill admin user remove   --id USER --org ORG   → {"id", "organization_id", "revoked_families"}
 //	waybill admin user delete   --id USER             → {"id", "organization_ids", "revoked_families"}
-//	waybill admin purge [--refresh-max-age D] [--event-retention D] → {"codes", "refresh_tokens", "families", "grants", ...}
+//	waybill admin purge [--refresh-max-age D] [--event-retention D] [--audit-retention D] → {"codes", "refresh_tokens", "families", "grants", ...}
 //	waybill admin app create    --org ORG --name NAME --scopes "s1 s2" [--branches B1,B2 | --all-branches] [--redirect-uri URI ...] → {"client_id", "client_secret", ...}
 //	waybill admin app rotate-secret --client-id ID [--revoke-tokens] → {"client_id", "client_secret", "tokens_revoked", ...}
 //	waybill admin keys reencrypt --secrets-key KEY [--previous-secrets-key KEY] → {"reencrypted", "secrets_key_id"}
