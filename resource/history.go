@@ -24,7 +24,8 @@ import (
 
 // Record history.
 //
-// A registry with a History keeps, for every record, one entry of each
+// A registry with a History keeps, for every record of a resource that is
+// not ReadOnly (the others are never written through it), one entry of each
 // create, update and delete, written in the write's own transaction (an
 // entry exists if and only if its write committed), and serves them,
 // oldest first, at

@@ -82,9 +82,9 @@ type Registry struct {
 	// History, when set, keeps the history of every record: an entry of
 	// each create, update and delete, with the values of the fields it
 	// changed before and after, stored in the write's transaction, and
-	// served at {prefix}/{scopeId}/{resource}/{id}/history (see
-	// History; SQLHistory keeps it in DB). Nil means no history, and no
-	// such route.
+	// served at {prefix}/{scopeId}/{resource}/{id}/history for every
+	// resource that is not ReadOnly (see History; SQLHistory keeps it in
+	// DB). Nil means no history, and no such route.
 	History History
 	// ChargeExtra, when set, counts a batch write against the rate limits
 	// that Middleware applied: a batch of n items counts as
@@ -220,7 +220,7 @@ func (g *Registry) now() time.Time {
 //	GET    {prefix}/{scopeId}/{resource}/{id}   get
 //	PATCH  {prefix}/{scopeId}/{resource}/{id}   update
 //	DELETE {prefix}/{scopeId}/{resource}/{id}   delete
-//	GET    {prefix}/{scopeId}/{resource}/{id}/history  the record's history, when History is set
+//	GET    {prefix}/{scopeId}/{resource}/{id}/history  the record's history (History set, resource not ReadOnly)
 //
 // Other methods, and every write to a read-only resource, get 405 with an
 // Allow header. Mount panics when the registry has no Verifier, or no
@@ -272,7 +272,7 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 			}
 			mux.Handle(collection, methodNotAllowed(ew, collectionAllow))
 			mux.Handle(item, methodNotAllowed(ew, itemAllow))
-			if g.History != nil {
+			if g.History != nil && !r.ReadOnly {
 				mux.Handle("GET "+item+"/history", wrap(h.history, 0))
 				mux.Handle(item+"/history", methodNotAllowed(ew, []string{"GET", "HEAD"}))
 			}
