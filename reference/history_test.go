@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
+
+	sq "github.com/Masterminds/squirrel"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -12,6 +15,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/resource"
 )
 
 // historyPage is the answer of GET .../{id}/history.
@@ -166,6 +170,48 @@ func TestRecordHistory(t *testing.T) {
 			require.Len(t, accountHistory.Data, 1)
 			assert.Equal(t, "account.created", accountHistory.Data[0]["type"])
 
+			// Batch writes: a batch create, a batch update and an upsert
+			// give one entry per record written, and none to a record an
+			// upsert leaves unchanged.
+			accounts := base + "/v1/" + north + "/accounts"
+			batch := swDo(t, "POST", accounts, token, `[{"company_name":"A","external_id":"ERP-A"},{"company_name":"B","external_id":"ERP-B"}]`, nil)
+			require.Equal(t, http.StatusCreated, batch.status, batch.body)
+			ids = batchIDs(t, batch.body)
+			require.Len(t, ids, 2)
+			update := swDo(t, "PATCH", accounts, token, `[{"id":"`+ids[0]+`","comment":"first"},{"id":"`+ids[1]+`","status":"inactive"}]`, nil)
+			require.Equal(t, http.StatusOK, update.status, update.body)
+			upsert := swDo(t, "POST", accounts, token, `[{"external_id":"ERP-A","company_name":"A2"},{"external_id":"ERP-B","company_name":"B"}]`,
+				map[string]string{"Prefer": "resolution=merge-duplicates"})
+			require.Equal(t, http.StatusOK, upsert.status, upsert.body)
+			wantBatch := map[string][][3]any{
+				ids[0]: {
+					{"account.created", nil, map[string]any{"company_name": "A", "external_id": "ERP-A", "account_type": "customer", "status": "active"}},
+					{"account.updated", map[string]any{"comment": nil}, map[string]any{"comment": "first"}},
+					{"account.updated", map[string]any{"company_name": "A"}, map[string]any{"company_name": "A2"}},
+				},
+				ids[1]: {
+					{"account.created", nil, map[string]any{"company_name": "B", "external_id": "ERP-B", "account_type": "customer", "status": "active"}},
+					{"account.updated", map[string]any{"status": "active"}, map[string]any{"status": "inactive"}},
+				},
+			}
+			for id, want := range wantBatch {
+				page, a := historyOf(t, accounts+"/"+id+"/history", token)
+				require.Equal(t, http.StatusOK, a.status, a.body)
+				require.Len(t, page.Data, len(want), a.body)
+				for i, w := range want {
+					e := page.Data[i]
+					assert.Equal(t, w[0], e["type"], "%s entry %d", id, i)
+					before, _ := w[1].(map[string]any)
+					if before == nil {
+						before = map[string]any{}
+					}
+					assert.Equal(t, before, e["before"], "%s entry %d", id, i)
+					for k, v := range w[2].(map[string]any) {
+						assert.Equal(t, v, e["after"].(map[string]any)[k], "%s entry %d: %s", id, i, k)
+					}
+				}
+			}
+
 			tampered := []byte(*first.NextCursor)
 			tampered[3] ^= 1
 			otherToken := rlToken(t, base, rlTenant{org: other, clientID: otherApp["client_id"].(string), secret: otherApp["client_secret"].(string)})
@@ -201,6 +247,51 @@ func TestRecordHistory(t *testing.T) {
 			post := swDo(t, "POST", item+"/history", token, `{}`, nil)
 			assert.Equal(t, http.StatusMethodNotAllowed, post.status, post.body)
 			assert.Equal(t, "GET, HEAD", post.header.Get("Allow"))
+		})
+	}
+}
+
+// TestRecordHistoryRetention: the purge removes the entries of the
+// records' history older than --audit-retention, and none for
+// --event-retention, which purges the change feed alone.
+func TestRecordHistoryRetention(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := b.url(t)
+			org := createID(t, "admin", "org", "create", "--name", "Retention Freight", "--database-url", dbURL)
+			branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
+			app := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "Sync", "--all-branches",
+				"--scopes", "svc:accounts:read svc:accounts:write", "--database-url", dbURL)
+			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--purge-interval", "0"}, env(nil))
+			token := rlToken(t, base, rlTenant{org: org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)})
+			var ids []string
+			for _, name := range []string{"Old", "New"} {
+				a := swDo(t, "POST", base+"/v1/"+branch+"/accounts", token, `{"company_name":"`+name+`"}`, nil)
+				require.Equal(t, http.StatusCreated, a.status, a.body)
+				ids = append(ids, a.json(t)["data"].(map[string]any)["id"].(string))
+			}
+			require.NoError(t, stop())
+
+			// The feed's retention purges events, never history.
+			purged := adminJSON(t, "admin", "purge", "--event-retention", "1ms", "--database-url", dbURL)
+			assert.EqualValues(t, 2, purged["events"])
+			assert.EqualValues(t, 0, purged["history_entries"])
+
+			// An entry older than the audit retention goes, the other stays.
+			db, dialect, err := openDB(t.Context(), dbURL, 1)
+			require.NoError(t, err)
+			defer db.Close()
+			old := dialect.Timestamp(time.Now().Add(-defaultAuditRetention - time.Hour))
+			text, args, err := dialect.SQL(sq.Update(resource.HistoryTable).Set("time", old).Where("record_id = ?", ids[0]))
+			require.NoError(t, err)
+			_, err = db.ExecContext(t.Context(), text, args...)
+			require.NoError(t, err)
+			purged = adminJSON(t, "admin", "purge", "--database-url", dbURL)
+			assert.EqualValues(t, 1, purged["history_entries"])
+			purged = adminJSON(t, "admin", "purge", "--audit-retention", "1ms", "--database-url", dbURL)
+			assert.EqualValues(t, 1, purged["history_entries"])
 		})
 	}
 }
