@@ -386,30 +386,85 @@ type SQLHistory struct {
 // historyChunk is the most entries one insert statement stores.
 const historyChunk = 500
 
+// historyColumns are the columns AppendHistory writes, in the order of
+// historyArgs.
+const historyColumns = "organization_id, branch_id, resource, record_id, id, type, time, client_id, user_id, changed, before_values, after_values"
+
+// historyWidth is the number of historyColumns.
+const historyWidth = 12
+
 // AppendHistory stores entries in tx, in their order, in one statement per
 // 500 entries. It implements History.
 func (s *SQLHistory) AppendHistory(ctx context.Context, tx *sql.Tx, entries []*HistoryEntry) error {
 	for start := 0; start < len(entries); start += historyChunk {
 		part := entries[start:min(start+historyChunk, len(entries))]
-		b := sq.Insert(HistoryTable).Columns("organization_id", "branch_id", "resource", "record_id", "id", "type", "time",
-			"client_id", "user_id", "changed", "before_values", "after_values")
+		args := make([]any, 0, historyWidth*len(part))
 		for _, e := range part {
-			changed, err := json.Marshal(e.Changed)
-			if err != nil {
-				return err
-			}
-			b = b.Values(e.OrganizationID, nullable(e.BranchID), e.Resource, e.RecordID, e.ID, e.Type, s.Dialect.Timestamp(e.Time),
-				nullable(e.ClientID), nullable(e.UserID), string(changed), string(e.Before), string(e.After))
+			args = s.historyArgs(args, e)
 		}
-		text, args, err := s.Dialect.SQL(b)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, text, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, s.insertText(len(part)), args...); err != nil {
 			return fmt.Errorf("resource: append history: %w", err)
 		}
 	}
 	return nil
+}
+
+// insertText returns the INSERT of n entries in the dialect: the text of
+// one entry, which every write of one record uses, is made once.
+func (s *SQLHistory) insertText(n int) string {
+	if n == 1 {
+		if s.Dialect == query.Postgres {
+			return postgresInsertOne
+		}
+		return sqliteInsertOne
+	}
+	return historyInsert(s.Dialect, n)
+}
+
+var (
+	postgresInsertOne = historyInsert(query.Postgres, 1)
+	sqliteInsertOne   = historyInsert(query.SQLite, 1)
+)
+
+// historyInsert returns the INSERT of n entries in the dialect d.
+func historyInsert(d query.Dialect, n int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + HistoryTable + " (" + historyColumns + ") VALUES ")
+	p := 0
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range historyWidth {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			p++
+			if d == query.Postgres {
+				b.WriteString("$" + strconv.Itoa(p))
+			} else {
+				b.WriteByte('?')
+			}
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// historyArgs appends the values of historyColumns of e to args.
+func (s *SQLHistory) historyArgs(args []any, e *HistoryEntry) []any {
+	changed := make([]byte, 0, 16*len(e.Changed)+2)
+	changed = append(changed, '[')
+	for i, f := range e.Changed {
+		if i > 0 {
+			changed = append(changed, ',')
+		}
+		changed = appendString(changed, f)
+	}
+	changed = append(changed, ']')
+	return append(args, e.OrganizationID, nullable(e.BranchID), e.Resource, e.RecordID, e.ID, e.Type, s.Dialect.Timestamp(e.Time),
+		nullable(e.ClientID), nullable(e.UserID), string(changed), string(e.Before), string(e.After))
 }
 
 // ReadHistory returns the first limit entries of the record of key after
