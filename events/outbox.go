@@ -23,6 +23,9 @@ import (
 // that moves the resource's status field (resource.StatusFlow) gives a
 // second, "<record>.status_changed", right after the first. An event's time
 // is the write's, to the microsecond, as the record's updated_at is stored.
+// The first event of a write has the change's id (resource.Change.EventID),
+// which the entry of the record's history carries too (see
+// resource.History); a status_changed event has an id of its own.
 //
 // On PostgreSQL an event is inserted unnumbered, one statement at the end
 // of the write's transaction, and writers never wait for each other:

@@ -102,34 +102,36 @@ type HistoryKey struct {
 	OrganizationID, Resource, RecordID string
 }
 
-// HistoryEntry is one entry of a record's history: one write.
+// HistoryEntry is one entry of a record's history: one write. The route
+// shows it as {"id", "type", "time", "clientid", "userid", "changed",
+// "before", "after"}, an empty ClientID or UserID as null.
 type HistoryEntry struct {
 	// Seq is the entry's position in the history, which the History
 	// gives as it stores the entry: greater than those of the record's
 	// entries before. Zero until stored.
-	Seq int64 `json:"-"`
+	Seq int64
 	// HistoryKey names the record.
-	HistoryKey `json:"-"`
+	HistoryKey
 	// BranchID is the record's branch; "" for an organization-wide record.
-	BranchID string `json:"-"`
+	BranchID string
 	// ID is the id of the write's event (Change.EventID).
-	ID string `json:"id"`
+	ID string
 	// Type is the event type of the write: "<record>.created", ".updated"
 	// or ".deleted".
-	Type string `json:"type"`
+	Type string
 	// Time is when the write happened, in UTC, to the microsecond.
-	Time time.Time `json:"time"`
+	Time time.Time
 	// ClientID is the token's client; "" for none.
-	ClientID string `json:"-"`
+	ClientID string
 	// UserID is the user the token acts for; "" for none (a
 	// client-credentials token).
-	UserID string `json:"-"`
+	UserID string
 	// Changed names the fields the write changed.
-	Changed []string `json:"changed"`
+	Changed []string
 	// Before and After are JSON objects of the values of the fields of
 	// Changed before and after the write.
-	Before json.RawMessage `json:"before"`
-	After  json.RawMessage `json:"after"`
+	Before json.RawMessage
+	After  json.RawMessage
 }
 
 // HistoryEntry returns the entry of the record's history that c makes (see
