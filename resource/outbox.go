@@ -52,7 +52,8 @@ func (o Operation) String() string {
 	return "unknown"
 }
 
-// Change is one write, as an Outbox sees it.
+// Change is one write, as an Outbox sees it (and as a History's entry is
+// made of it: see Change.HistoryEntry).
 type Change struct {
 	// Resource is the resource written.
 	Resource *Resource

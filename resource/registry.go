@@ -114,10 +114,10 @@ type Registry struct {
 	// reader that does not read from the registry's driver, means
 	// database/sql.
 	RowReader RowReader
-	// AfterCommit, when set, is called with each change Outbox recorded,
-	// once its transaction has committed: to wake what delivers the
-	// changes (a webhook dispatcher) without waiting for its next poll. It
-	// runs on the request's goroutine and must not block.
+	// AfterCommit, when set, is called with each change the Outbox (or
+	// the History) recorded, once its transaction has committed: to wake
+	// what delivers the changes (a webhook dispatcher) without waiting for
+	// its next poll. It runs on the request's goroutine and must not block.
 	AfterCommit func(c *Change)
 
 	resources []*Resource
