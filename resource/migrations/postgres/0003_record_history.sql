@@ -8,7 +8,7 @@
 -- JSON objects of those fields. Rows older than the audit retention are
 -- purged by time.
 CREATE TABLE waybill_record_history (
-    seq             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    seq             bigint GENERATED ALWAYS AS IDENTITY,
     organization_id text NOT NULL,
     branch_id       text,
     resource        text NOT NULL,
@@ -20,8 +20,10 @@ CREATE TABLE waybill_record_history (
     user_id         text,
     changed         text NOT NULL,
     before_values   text NOT NULL,
-    after_values    text NOT NULL
+    after_values    text NOT NULL,
+    -- The history of a record is read by its id, in seq order: the key is
+    -- the only index beside the purge's.
+    PRIMARY KEY (record_id, seq)
 );
 
-CREATE INDEX waybill_record_history_record ON waybill_record_history (record_id, seq);
 CREATE INDEX waybill_record_history_time ON waybill_record_history (time);
