@@ -71,8 +71,9 @@ import (
 // next_cursor of the page before, bound to the record and authenticated
 // with the registry's cursor key (see Registry.CursorKey): a cursor that
 // was altered or is of another record is 400 invalid_request, as is any
-// other parameter. A page shorter than limit is the last, and has
-// next_cursor null; a page that is not the last has a Link rel="next" too.
+// other parameter. The last page has next_cursor null (the route reads one
+// entry ahead, so a last page of exactly limit entries has it null too);
+// every other page has a cursor, and a Link rel="next" with it.
 
 // DefaultHistoryLimit is the number of entries of a page of a record's
 // history when the request gives no limit.
