@@ -23,6 +23,9 @@ import (
 // that moves the resource's status field (resource.StatusFlow) gives a
 // second, "<record>.status_changed", right after the first. An event's time
 // is the write's, to the microsecond, as the record's updated_at is stored.
+// The first event of a write has the change's id (resource.Change.EventID),
+// which the entry of the record's history carries too (see
+// resource.History); a status_changed event has an id of its own.
 //
 // On PostgreSQL an event is inserted unnumbered, one statement at the end
 // of the write's transaction, and writers never wait for each other:
@@ -145,9 +148,16 @@ type event struct {
 	body    []byte
 }
 
-// newEvent returns the event of c with change as its type's change.
+// newEvent returns the event of c with change as its type's change. The
+// event of the write's operation has the id of the change (Change.EventID,
+// which the record's history shows too); a status_changed event, and the
+// event of a change that has no id, a new one.
 func newEvent(c *resource.Change, change string) *event {
-	e := &event{id: uuid.Must(uuid.NewV7()).String(), typ: Type(c.Resource.Name, change)}
+	id := c.EventID
+	if id == "" || change == StatusChanged {
+		id = uuid.Must(uuid.NewV7()).String()
+	}
+	e := &event{id: id, typ: Type(c.Resource.Name, change)}
 	e.body = appendBody(make([]byte, 0, 512+len(c.Record)), e, c, change)
 	return e
 }

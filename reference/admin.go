@@ -59,7 +59,7 @@ var adminCommands = []adminCommand{
 	{"app create", `--org ORG --name NAME --scopes "s1 s2" [--branches B1,B2 | --all-branches | --public] [--redirect-uri URI ...]`, func() adminCmd { return &appCreate{} }},
 	{"app rotate-secret", "--client-id ID [--revoke-tokens]", func() adminCmd { return &appRotateSecret{} }},
 	{"keys reencrypt", "--secrets-key KEY [--previous-secrets-key KEY]", func() adminCmd { return &keysReencrypt{} }},
-	{"purge", "[--refresh-max-age D] [--event-retention D]", func() adminCmd { return &purgeCmd{} }},
+	{"purge", "[--refresh-max-age D] [--event-retention D] [--audit-retention D]", func() adminCmd { return &purgeCmd{} }},
 	{"keys rotate", "[--jwt-alg ALG] [--secrets-key KEY] [--previous-secrets-key KEY]", func() adminCmd { return &keysRotate{} }},
 	{"org list", "", func() adminCmd { return &orgList{} }},
 	{"branch list", "--org ORG", func() adminCmd { return &branchList{} }},

@@ -26,6 +26,9 @@ func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier, logger *slog
 		// Every write appends its events in its transaction: the change
 		// feed and the webhooks read them.
 		Outbox: &events.Outbox{Dialect: d},
+		// ... and the entry of the record's history, kept for
+		// --audit-retention and served at .../{id}/history.
+		History: &resource.SQLHistory{Dialect: d},
 		// Exports read PostgreSQL through pgx's own protocol; on SQLite
 		// the reader steps aside for database/sql.
 		RowReader: pgxrows.Reader{},

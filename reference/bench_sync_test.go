@@ -14,12 +14,24 @@ import (
 
 	"github.com/waybillhq/waybill/oauth/bearer"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/resource"
 )
 
 // benchAPI returns the reference's handler over d and a token of d's
 // branch that may read and write quotations. With limited, the API has
 // serve's REST rate limit (in process, with a quota no benchmark reaches).
 func benchAPI(b *testing.B, d benchData, limited, outbox bool) (http.Handler, string) {
+	b.Helper()
+	return benchAPIWith(b, d, limited, func(api *resource.Registry) {
+		if !outbox {
+			api.Outbox = nil // the floor of the outbox's cost
+		}
+	})
+}
+
+// benchAPIWith is benchAPI, with edit applied to the registry before it is
+// mounted.
+func benchAPIWith(b *testing.B, d benchData, limited bool, edit func(api *resource.Registry)) (http.Handler, string) {
 	b.Helper()
 	ctx := context.Background()
 	store := newOAuthStore(d.db, query.Postgres)
@@ -36,8 +48,8 @@ func benchAPI(b *testing.B, d benchData, limited, outbox bool) (http.Handler, st
 	if err != nil {
 		b.Fatal(err)
 	}
-	if !outbox {
-		api.Outbox = nil // the floor of the outbox's cost
+	if edit != nil {
+		edit(api)
 	}
 	if limited {
 		limits, err := newRateLimits(ctx, limitsConfig{REST: 1 << 30}, nil, testLogger(b))

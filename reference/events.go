@@ -13,6 +13,10 @@ import (
 // change feed keeps events.
 const defaultEventRetention = 7 * 24 * time.Hour
 
+// defaultAuditRetention is the default of --audit-retention: how long the
+// history of records is kept, independently of the change feed's events.
+const defaultAuditRetention = 400 * 24 * time.Hour
+
 // newFeed returns the change feed of api's resources, on api's database,
 // behind its tokens and middleware.
 func newFeed(api *resource.Registry) *events.Feed {
@@ -20,11 +24,19 @@ func newFeed(api *resource.Registry) *events.Feed {
 }
 
 // apiPurge is what the purge deletes of the API: the expired idempotency
-// keys of api, and the events and ended webhook deliveries older than
-// retention.
+// keys of api, the events and ended webhook deliveries older than
+// retention, and the entries of the records' history older than
+// auditRetention.
 type apiPurge struct {
-	api       *resource.Registry
-	retention time.Duration
+	api            *resource.Registry
+	retention      time.Duration
+	auditRetention time.Duration
+}
+
+// PurgeHistory deletes the entries of the records' history older than the
+// audit retention.
+func (p apiPurge) PurgeHistory(ctx context.Context) (int64, error) {
+	return (&resource.SQLHistory{Dialect: p.api.Dialect}).Purge(ctx, p.api.DB, time.Now().Add(-p.auditRetention))
 }
 
 // PurgeIdempotencyKeys deletes the expired idempotency keys.

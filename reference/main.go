@@ -12,7 +12,7 @@
 //	waybill admin user create   --email E --password P --org ORG [--org ...] [--admin] → {"id"}
 //	waybill admin user remove   --id USER --org ORG   → {"id", "organization_id", "revoked_families"}
 //	waybill admin user delete   --id USER             → {"id", "organization_ids", "revoked_families"}
-//	waybill admin purge [--refresh-max-age D] [--event-retention D] → {"codes", "refresh_tokens", "families", "grants", ...}
+//	waybill admin purge [--refresh-max-age D] [--event-retention D] [--audit-retention D] → {"codes", "refresh_tokens", "families", "grants", ...}
 //	waybill admin app create    --org ORG --name NAME --scopes "s1 s2" [--branches B1,B2 | --all-branches] [--redirect-uri URI ...] → {"client_id", "client_secret", ...}
 //	waybill admin app rotate-secret --client-id ID [--revoke-tokens] → {"client_id", "client_secret", "tokens_revoked", ...}
 //	waybill admin keys reencrypt --secrets-key KEY [--previous-secrets-key KEY] → {"reencrypted", "secrets_key_id"}
@@ -40,6 +40,8 @@
 //	--jwt-previous-key-file FILE  the key file before, still published and verifying during a rotation
 //	--refresh-max-age D      longest a user's authorization of an app lasts (default 2160h, 90 days)
 //	--purge-interval D       how often expired tokens are deleted (default 1h; 0 disables)
+//	--event-retention D      how long the change feed keeps events (default 168h, 7 days)
+//	--audit-retention D      how long the history of records keeps its entries (default 9600h, 400 days)
 //	--registration MODE      who may register OAuth clients (RFC 7591): off (default), token or open
 //	--client-metadata-documents  accept clients whose client_id is the https URL of their metadata document
 //
@@ -59,6 +61,10 @@
 // that began them. Within that week a replayed token is still recognized,
 // and refused, as revoked or reused; after it, as unknown. "waybill admin
 // purge" does the same once, for a scheduler, and prints what it deleted.
+// The same purge deletes the API's expired idempotency keys, the events and
+// ended webhook deliveries older than --event-retention, and the entries of
+// the records' history (GET /v1/{scopeId}/{resource}/{id}/history) older
+// than --audit-retention, each retention independent of the other.
 // The consent form is limited by --rate-token per signed-in user.
 //
 // A request that cannot get the database within --db-timeout (no free

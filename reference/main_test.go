@@ -379,6 +379,9 @@ func TestParseServeFlags(t *testing.T) {
 		{name: "client metadata documents from the environment", env: map[string]string{"WAYBILL_CLIENT_METADATA_DOCUMENTS": "true"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, ClientMetadataDocuments: true}},
 		{name: "no webhook timeout", args: []string{"--webhook-timeout", "0s"}, wantErr: "--webhook-timeout must be positive"},
 		{name: "no event retention", args: []string{"--event-retention", "0s"}, wantErr: "--event-retention must be positive"},
+		{name: "audit retention", args: []string{"--audit-retention", "720h"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, AuditRetention: 720 * time.Hour}},
+		{name: "audit retention environment", env: map[string]string{"WAYBILL_AUDIT_RETENTION": "48h"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, AuditRetention: 48 * time.Hour}},
+		{name: "no audit retention", args: []string{"--audit-retention", "0s"}, wantErr: "--audit-retention must be positive"},
 		{name: "bad boolean in environment", env: map[string]string{"WAYBILL_DEMO": "yes please"}, wantErr: "WAYBILL_DEMO"},
 		{name: "unknown flag", args: []string{"--port", "1"}, wantErr: "flag provided but not defined: -port"},
 		{name: "missing value", args: []string{"--addr"}, wantErr: "flag needs an argument: -addr"},
@@ -397,6 +400,9 @@ func TestParseServeFlags(t *testing.T) {
 			require.NoError(t, err)
 			if tt.want.EventRetention == 0 {
 				tt.want.EventRetention = defaultEventRetention // the cases below leave these to their defaults
+			}
+			if tt.want.AuditRetention == 0 {
+				tt.want.AuditRetention = defaultAuditRetention
 			}
 			if tt.want.WebhookTimeout == 0 {
 				tt.want.WebhookTimeout = defaultWebhookTimeout

@@ -63,7 +63,9 @@ func runOpenAPI(args []string, getenv func(string) string, stdout io.Writer) err
 		}
 		return err
 	}
-	api := &resource.Registry{}
+	// The registry as newAPI sets it up, without a database: what the
+	// document depends on is its resources and that it keeps history.
+	api := &resource.Registry{History: &resource.SQLHistory{}}
 	if err := api.Register(resources()...); err != nil {
 		return fmt.Errorf("openapi: %w", err)
 	}

@@ -192,7 +192,18 @@ func (w *oavWorld) resources(t *testing.T) []string {
 	oavWant(t, w.call(t, "DELETE", branch+"/accounts/"+account, w.token, ""), 409)
 	oavWant(t, w.call(t, "DELETE", item, w.token, "", "If-Match", sent.header.Get("ETag")), 200)
 	oavWant(t, w.call(t, "GET", "/v1/"+w.org+"/branches?fields=name", w.token, ""), 200)
+	// The history of the deleted quotation: created, updated, deleted.
+	history := oavWant(t, w.call(t, "GET", item+"/history", w.token, ""), 200)
+	assert.Len(t, history.json(t)["data"], 3, history.body)
+	paged := oavWant(t, w.call(t, "GET", item+"/history?limit=1", w.token, ""), 200)
+	assert.NotEmpty(t, paged.header.Get("Link"))
+	oavWant(t, w.call(t, "GET", item+"/history?limit=1&after="+url.QueryEscape(paged.json(t)["next_cursor"].(string)), w.token, ""), 200)
+	oavWant(t, w.call(t, "GET", item+"/history?limit=0", w.token, ""), 400)
+	oavWant(t, w.call(t, "GET", item+"/history", "", ""), 401)
+	oavWant(t, w.call(t, "GET", item+"/history", w.narrow, ""), 403)
+	oavWant(t, w.call(t, "GET", branch+"/quotations/"+w.org+"/history", w.token, ""), 404)
 	return []string{
+		"getQuotationHistory 200", "getQuotationHistory 400", "getQuotationHistory 401", "getQuotationHistory 403", "getQuotationHistory 404",
 		"createAccount 201", "createQuotation 201", "getQuotation 200", "getQuotation 304", "listQuotations 200",
 		"updateQuotation 200", "updateQuotation 412", "deleteQuotation 412", "deleteQuotation 200",
 		"listQuotations 400", "createQuotation 400", "updateQuotation 400", "listQuotations 401", "listQuotations 403",
@@ -406,6 +417,7 @@ func (w *oavWorld) unavailable(t *testing.T) []string {
 		{op: "createAccount", method: "POST", target: branch + "/accounts", body: `{"company_name":"During"}`},
 		{op: "updateAccount", method: "PATCH", target: branch + "/accounts/" + account, body: `{"comment":"x"}`},
 		{op: "deleteAccount", method: "DELETE", target: branch + "/accounts/" + account},
+		{op: "getAccountHistory", method: "GET", target: branch + "/accounts/" + account + "/history"},
 		{op: "listEvents", method: "GET", target: "/v1/" + w.org + "/events"},
 		{op: "listWebhookEndpoints", method: "GET", target: endpoints},
 		{op: "createWebhookEndpoint", method: "POST", target: endpoints, body: `{"url":"http://127.0.0.1:9/","event_types":["*"]}`},

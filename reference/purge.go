@@ -32,12 +32,14 @@ const (
 )
 
 // apiPurger deletes what the API keeps for a while: the expired
-// idempotency keys, and the events and ended webhook deliveries older than
-// the feed's retention (see apiPurge).
+// idempotency keys, the events and ended webhook deliveries older than
+// the feed's retention, and the history of records older than the audit
+// retention (see apiPurge).
 type apiPurger interface {
 	PurgeIdempotencyKeys(ctx context.Context) (int64, error)
 	PurgeEvents(ctx context.Context) (int64, error)
 	PurgeDeliveries(ctx context.Context) (int64, error)
+	PurgeHistory(ctx context.Context) (int64, error)
 }
 
 // purged is what one purge deleted: the expired state of the token
@@ -47,6 +49,7 @@ type purged struct {
 	IdempotencyKeys   int64 `json:"idempotency_keys"`
 	Events            int64 `json:"events"`
 	WebhookDeliveries int64 `json:"webhook_deliveries"`
+	HistoryEntries    int64 `json:"history_entries"`
 }
 
 // purge runs one purge of tokens and, when not nil, of keys.
@@ -62,7 +65,10 @@ func purge(ctx context.Context, tokens *oauth.Server, keys apiPurger) (purged, e
 	if out.Events, err = keys.PurgeEvents(ctx); err != nil {
 		return out, err
 	}
-	out.WebhookDeliveries, err = keys.PurgeDeliveries(ctx)
+	if out.WebhookDeliveries, err = keys.PurgeDeliveries(ctx); err != nil {
+		return out, err
+	}
+	out.HistoryEntries, err = keys.PurgeHistory(ctx)
 	return out, err
 }
 
@@ -119,7 +125,7 @@ func purgeOnce(ctx context.Context, tokens *oauth.Server, keys apiPurger, logger
 	start := time.Now()
 	res, err := purge(runCtx, tokens, keys)
 	attrs := []any{"codes", res.Codes, "refresh_tokens", res.RefreshTokens, "families", res.Families, "grants", res.Grants,
-		"idempotency_keys", res.IdempotencyKeys, "events", res.Events, "webhook_deliveries", res.WebhookDeliveries, "duration", time.Since(start).String()}
+		"idempotency_keys", res.IdempotencyKeys, "events", res.Events, "webhook_deliveries", res.WebhookDeliveries, "history_entries", res.HistoryEntries, "duration", time.Since(start).String()}
 	switch {
 	case err != nil && ctx.Err() != nil:
 		logger.Info("purge of expired tokens stopped by the shutdown", attrs...)
@@ -133,27 +139,33 @@ func purgeOnce(ctx context.Context, tokens *oauth.Server, keys apiPurger, logger
 }
 
 // purgeCmd is "waybill admin purge [--refresh-max-age D]
-// [--event-retention D]": one purge, as serve runs it every
-// --purge-interval.
+// [--event-retention D] [--audit-retention D]": one purge, as serve runs it
+// every --purge-interval.
 type purgeCmd struct {
 	refreshMaxAge  time.Duration
 	eventRetention time.Duration
+	auditRetention time.Duration
 }
 
-// flags declares --refresh-max-age and --event-retention, as serve has
-// them.
+// flags declares --refresh-max-age, --event-retention and
+// --audit-retention, as serve has them.
 func (c *purgeCmd) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.refreshMaxAge, "refresh-max-age", oauth.DefaultRefreshMaxAge, "serve's --refresh-max-age: authorizations older than this and the retention are purged")
 	fs.DurationVar(&c.eventRetention, "event-retention", defaultEventRetention, "serve's --event-retention: events older than this are purged")
+	fs.DurationVar(&c.auditRetention, "audit-retention", defaultAuditRetention, "serve's --audit-retention: entries of the records' history older than this are purged")
 }
 
-// check requires a positive --refresh-max-age and --event-retention.
+// check requires a positive --refresh-max-age, --event-retention and
+// --audit-retention.
 func (c *purgeCmd) check() error {
 	if c.refreshMaxAge <= 0 {
 		return fmt.Errorf("--refresh-max-age must be positive, not %v", c.refreshMaxAge)
 	}
 	if c.eventRetention <= 0 {
 		return fmt.Errorf("--event-retention must be positive, not %v", c.eventRetention)
+	}
+	if c.auditRetention <= 0 {
+		return fmt.Errorf("--audit-retention must be positive, not %v", c.auditRetention)
 	}
 	return nil
 }
@@ -162,7 +174,7 @@ func (c *purgeCmd) check() error {
 func (c *purgeCmd) exec(ctx context.Context, db *sql.DB, d query.Dialect) (any, error) {
 	srv := adminOAuthServer(db, d)
 	srv.RefreshMaxAge = c.refreshMaxAge
-	res, err := purge(ctx, srv, apiPurge{&resource.Registry{DB: db, Dialect: d}, c.eventRetention})
+	res, err := purge(ctx, srv, apiPurge{&resource.Registry{DB: db, Dialect: d}, c.eventRetention, c.auditRetention})
 	if err != nil {
 		return nil, err
 	}

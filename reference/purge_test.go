@@ -85,7 +85,7 @@ func puPurge(t *testing.T, w lcWorld) map[string]any {
 
 // puCounts is the output of a purge that deleted these.
 func puCounts(codes, tokens, families, grants int) map[string]any {
-	return map[string]any{"codes": float64(codes), "refresh_tokens": float64(tokens), "families": float64(families), "grants": float64(grants), "idempotency_keys": 0.0, "events": 0.0, "webhook_deliveries": 0.0}
+	return map[string]any{"codes": float64(codes), "refresh_tokens": float64(tokens), "families": float64(families), "grants": float64(grants), "idempotency_keys": 0.0, "events": 0.0, "webhook_deliveries": 0.0, "history_entries": 0.0}
 }
 
 // What has ended goes, what lives stays; a replayed token of a revoked
@@ -178,11 +178,13 @@ func TestAdminPurgeFlags(t *testing.T) {
 		want    string // the output, or
 		wantErr string
 	}{
-		{name: "empty database", args: []string{"admin", "purge", "--database-url", db}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0}`},
-		{name: "refresh max age", args: []string{"admin", "purge", "--database-url", db, "--refresh-max-age", "720h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0}`},
-		{name: "environment", args: []string{"admin", "purge"}, env: map[string]string{"WAYBILL_DATABASE_URL": db, "WAYBILL_REFRESH_MAX_AGE": "24h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0}`},
-		{name: "event retention", args: []string{"admin", "purge", "--database-url", db, "--event-retention", "24h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0}`},
+		{name: "empty database", args: []string{"admin", "purge", "--database-url", db}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0,"history_entries":0}`},
+		{name: "refresh max age", args: []string{"admin", "purge", "--database-url", db, "--refresh-max-age", "720h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0,"history_entries":0}`},
+		{name: "environment", args: []string{"admin", "purge"}, env: map[string]string{"WAYBILL_DATABASE_URL": db, "WAYBILL_REFRESH_MAX_AGE": "24h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0,"history_entries":0}`},
+		{name: "event retention", args: []string{"admin", "purge", "--database-url", db, "--event-retention", "24h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0,"history_entries":0}`},
 		{name: "no event retention", args: []string{"admin", "purge", "--database-url", db, "--event-retention", "0s"}, wantErr: "admin purge: --event-retention must be positive"},
+		{name: "audit retention", args: []string{"admin", "purge", "--database-url", db, "--audit-retention", "24h"}, want: `{"codes":0,"refresh_tokens":0,"families":0,"grants":0,"idempotency_keys":0,"events":0,"webhook_deliveries":0,"history_entries":0}`},
+		{name: "no audit retention", args: []string{"admin", "purge", "--database-url", db, "--audit-retention", "0s"}, wantErr: "admin purge: --audit-retention must be positive"},
 		{name: "no refresh max age", args: []string{"admin", "purge", "--database-url", db, "--refresh-max-age", "0s"}, wantErr: "admin purge: --refresh-max-age must be positive"},
 		{name: "positional argument", args: []string{"admin", "purge", "now", "--database-url", db}, wantErr: `admin purge: unexpected argument "now"`},
 		{name: "unknown flag", args: []string{"admin", "purge", "--all"}, wantErr: "admin purge: flag provided but not defined: -all"},

@@ -84,6 +84,8 @@ type serveConfig struct {
 	PurgeInterval time.Duration
 	// EventRetention is how long the change feed keeps events.
 	EventRetention time.Duration
+	// AuditRetention is how long the history of records is kept.
+	AuditRetention time.Duration
 	// WebhookAllowPrivate lets webhook endpoints be at addresses that are
 	// not globally reachable (loopback, private, link-local and the other
 	// special-purpose ranges), which are otherwise refused.
@@ -125,6 +127,7 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	limitsFlags(fs, &cfg.Limits)
 	fs.DurationVar(&cfg.PurgeInterval, "purge-interval", defaultPurgeInterval, "how often expired codes, refresh tokens, revoked or ended authorizations and old consents are deleted from the database (the first time a minute after the start); 0 disables it, for \"waybill admin purge\" run by a scheduler instead")
 	fs.DurationVar(&cfg.EventRetention, "event-retention", defaultEventRetention, "how long the change feed (/v1/{scopeId}/events) keeps events; older ones go at the next purge, and a cursor from before them is answered 410 cursor_expired")
+	fs.DurationVar(&cfg.AuditRetention, "audit-retention", defaultAuditRetention, "how long the history of records (/v1/{scopeId}/{resource}/{id}/history) keeps its entries, whatever --event-retention is; older ones go at the next purge")
 	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints be at addresses that are not globally reachable: loopback, private, link-local and the other special-purpose ranges (refused otherwise, so that no organization reaches this server's network); for tests and private deployments")
 	fs.StringVar(&cfg.Registration, "registration", "off", "who may register OAuth clients at POST /auth/v1/oauth/register (Dynamic Client Registration, RFC 7591), `mode`: off (nobody; the endpoint answers 404), token (holders of an initial access token from \"waybill admin registration-token create\") or open (anyone, rate limited per address); registered clients get the authorization-code grant alone")
 	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", defaultWebhookTimeout, "longest one attempt of a webhook delivery may take (connecting, sending, the receiver's answer) before it counts as failed; a replica that dies mid-delivery leaves it to the others after six times this")
@@ -140,6 +143,9 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	}
 	if cfg.EventRetention <= 0 {
 		return serveConfig{}, fmt.Errorf("serve: --event-retention must be positive, not %v", cfg.EventRetention)
+	}
+	if cfg.AuditRetention <= 0 {
+		return serveConfig{}, fmt.Errorf("serve: --audit-retention must be positive, not %v", cfg.AuditRetention)
 	}
 	if _, err := newSealer(cfg.SecretsKey, cfg.PreviousSecretsKey); err != nil {
 		return serveConfig{}, fmt.Errorf("serve: %w", err)
@@ -338,7 +344,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	defer startDispatcher(ctx, newDispatcher(api, sealer, cfg.WebhookAllowPrivate, cfg.WebhookTimeout, metrics, logger), api, metrics, logger)()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	defer startPurges(ctx, tokens, apiPurge{api, cfg.EventRetention}, cfg.PurgeInterval, logger)()
+	defer startPurges(ctx, tokens, apiPurge{api, cfg.EventRetention, cfg.AuditRetention}, cfg.PurgeInterval, logger)()
 
 	select {
 	case err := <-served:

@@ -818,12 +818,11 @@ func (h *handlers) batchAnswer(status int, items []*item, outcomes bool) (*answe
 	return a, nil
 }
 
-// appendChanges tells the Outbox of each record written, in the order
-// given, with the record the answer shows (batchAnswer runs first): at
-// once when it is a BatchOutbox.
+// appendChanges tells the Outbox and the History of each record written,
+// in the order given, with the record the answer shows (batchAnswer runs
+// first): the Outbox at once when it is a BatchOutbox.
 func (h *handlers) appendChanges(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, items []*item, at time.Time) ([]*Change, error) {
-	out := h.registry.Outbox
-	if out == nil {
+	if !h.recordsChanges() {
 		return nil, nil
 	}
 	var changes []*Change
@@ -835,20 +834,29 @@ func (h *handlers) appendChanges(ctx context.Context, tx *sql.Tx, t tenancy.Tena
 		if it.current != nil {
 			op = Updated
 		}
-		changes = append(changes, h.newChange(t, op, it.id, it.current, it.out, it.record, at))
-	}
-	if all, ok := out.(BatchOutbox); ok {
-		if len(changes) == 0 {
-			return nil, nil
-		}
-		return changes, all.AppendAll(ctx, tx, changes)
-	}
-	for _, c := range changes {
-		if err := out.Append(ctx, tx, c); err != nil {
+		c, err := h.newChange(t, op, it.id, it.current, it.out, it.record, at)
+		if err != nil {
 			return nil, err
 		}
+		changes = append(changes, c)
 	}
-	return changes, nil
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	switch out := h.registry.Outbox.(type) {
+	case nil:
+	case BatchOutbox:
+		if err := out.AppendAll(ctx, tx, changes); err != nil {
+			return nil, err
+		}
+	default:
+		for _, c := range changes {
+			if err := out.Append(ctx, tx, c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return changes, h.appendHistory(ctx, tx, changes)
 }
 
 // upsert is POST {prefix}/{scopeId}/{resource} with Prefer:

@@ -28,6 +28,9 @@ type handlers struct {
 	names    []string // the column names of cols
 	keys     []string // `"name":` of each column, for the JSON writer
 	colIndex map[string]int
+	// historyKey authenticates the cursors of record histories: the
+	// registry's cursor key.
+	historyKey []byte
 }
 
 func newHandlers(g *Registry, r *Resource) *handlers {
@@ -277,7 +280,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		var err error
-		if vals, err = h.deleteRow(r.Context(), tx, t, id); err != nil || h.registry.Outbox == nil {
+		if vals, err = h.deleteRow(r.Context(), tx, t, id); err != nil || !h.recordsChanges() {
 			return err
 		}
 		record, err := h.appendRecord(nil, vals)

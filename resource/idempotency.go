@@ -60,8 +60,8 @@ const migrationsTable = "waybill_resource_migrations"
 //go:embed migrations/postgres/*.sql migrations/sqlite/*.sql
 var migrations embed.FS
 
-// Migrate creates or updates the tables the registry keeps itself (today,
-// waybill_idempotency_keys) in DB, recording its versions in
+// Migrate creates or updates the tables the registry keeps itself
+// (waybill_idempotency_keys, and waybill_record_history for SQLHistory) in DB, recording its versions in
 // waybill_resource_migrations. It is safe to call on every start and from
 // several processes at once.
 func (g *Registry) Migrate(ctx context.Context) error {

@@ -103,6 +103,11 @@ func (b *openAPIBuilder) addResource(r *Resource) error {
 	if err := b.addPath(item, itemItem); err != nil {
 		return fmt.Errorf("resource %s: %w", r.Name, err)
 	}
+	if b.g.History != nil && !r.ReadOnly {
+		if err := b.addHistory(r, n, item, itemItem.Parameters); err != nil {
+			return fmt.Errorf("resource %s: %w", r.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -51,7 +52,8 @@ func (o Operation) String() string {
 	return "unknown"
 }
 
-// Change is one write, as an Outbox sees it.
+// Change is one write, as an Outbox sees it (and as a History's entry is
+// made of it: see Change.HistoryEntry).
 type Change struct {
 	// Resource is the resource written.
 	Resource *Resource
@@ -62,6 +64,12 @@ type Change struct {
 	Operation Operation
 	// ID is the record's id.
 	ID string
+	// EventID is the id of the write: a UUID (version 7) the registry
+	// gives each change, which the events an Outbox keeps of it (the first,
+	// when it keeps several) and the entry of the record's history carry,
+	// so that a client can match an entry of the history with the event of
+	// the change feed or the webhook delivery of the same write.
+	EventID string
 	// BranchID is the record's branch; "" for an organization-wide record
 	// (every record of an organization-scoped resource, and those of a
 	// branch-or-null resource whose branch_id is null).
@@ -72,6 +80,9 @@ type Change struct {
 	// Record is the record after the write as JSON, as the API shows it;
 	// for a delete, the record as it was.
 	Record []byte
+	// Before is the record as it was before the write, as JSON, as the API
+	// showed it: nil on create; on delete, the same as Record.
+	Before []byte
 	// Changed names the fields the write changed, in the order of the
 	// resource's fields: on create, those the record was given (by the
 	// client or a hook); on update, those whose value differs from before;
@@ -82,6 +93,9 @@ type Change struct {
 	Status *StatusMove
 	// Time is when the write happened (Write.Time).
 	Time time.Time
+
+	h             *handlers // the handlers of the write, for HistoryEntry
+	before, after []any     // the values selected before and after the write
 }
 
 // StatusMove is a change of a status field from one state to another.
@@ -93,25 +107,49 @@ type StatusMove struct {
 // "".
 func (r *Resource) StatusField() string { return r.Hooks.status }
 
-// appendChange tells the registry's Outbox, if any, of a write in tx and
-// returns the change it told: before and after are the record's values as
-// selected before and after the write (before nil on create, after nil on
-// delete).
+// recordsChanges reports whether the registry keeps anything of a write:
+// an Outbox or a History.
+func (h *handlers) recordsChanges() bool {
+	return h.registry.Outbox != nil || h.registry.History != nil
+}
+
+// appendChange tells the registry's Outbox and History, if any, of a write
+// in tx and returns the change it told: before and after are the record's
+// values as selected before and after the write (before nil on create,
+// after nil on delete).
 func (h *handlers) appendChange(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, op Operation, id string, before, after []any, record []byte, at time.Time) (*Change, error) {
-	out := h.registry.Outbox
-	if out == nil {
+	if !h.recordsChanges() {
 		return nil, nil
 	}
-	c := h.newChange(t, op, id, before, after, record, at)
-	if err := out.Append(ctx, tx, c); err != nil {
+	c, err := h.newChange(t, op, id, before, after, record, at)
+	if err != nil {
+		return nil, err
+	}
+	if out := h.registry.Outbox; out != nil {
+		if err := out.Append(ctx, tx, c); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.appendHistory(ctx, tx, []*Change{c}); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // newChange returns the change of a write (see appendChange).
-func (h *handlers) newChange(t tenancy.Tenant, op Operation, id string, before, after []any, record []byte, at time.Time) *Change {
-	c := &Change{Resource: h.resource, Tenant: t, Operation: op, ID: id, Record: record, Time: at}
+func (h *handlers) newChange(t tenancy.Tenant, op Operation, id string, before, after []any, record []byte, at time.Time) (*Change, error) {
+	c := &Change{Resource: h.resource, Tenant: t, Operation: op, ID: id, EventID: newID(), Record: record, Time: at,
+		h: h, before: before, after: after}
+	switch {
+	case op == Deleted:
+		c.Before = record
+	case before != nil:
+		b, err := h.appendRecord(make([]byte, 0, len(record)), before)
+		if err != nil {
+			return nil, apierrors.Internal(err)
+		}
+		c.Before = b
+	}
 	scope := t.OrganizationID
 	if t.BranchID != "" {
 		scope = t.BranchID
@@ -127,11 +165,12 @@ func (h *handlers) newChange(t tenancy.Tenant, op Operation, id string, before, 
 	if op != Deleted {
 		c.Changed, c.Status = h.changed(before, after)
 	}
-	return c
+	return c, nil
 }
 
 // committed calls the registry's AfterCommit with a change whose write
-// committed; c is nil when no Outbox recorded the write.
+// committed; c is nil when neither an Outbox nor a History recorded the
+// write.
 func (h *handlers) committed(c *Change) {
 	if c != nil && h.registry.AfterCommit != nil {
 		h.registry.AfterCommit(c)

@@ -79,6 +79,13 @@ type Registry struct {
 	// the write's transaction (see Outbox); nil means writes are recorded
 	// nowhere else.
 	Outbox Outbox
+	// History, when set, keeps the history of every record: an entry of
+	// each create, update and delete, with the values of the fields it
+	// changed before and after, stored in the write's transaction, and
+	// served at {prefix}/{scopeId}/{resource}/{id}/history for every
+	// resource that is not ReadOnly (see History; SQLHistory keeps it in
+	// DB). Nil means no history, and no such route.
+	History History
 	// ChargeExtra, when set, counts a batch write against the rate limits
 	// that Middleware applied: a batch of n items counts as
 	// ceil(n/ItemsPerRequest) requests, the one it is and extra more,
@@ -107,10 +114,10 @@ type Registry struct {
 	// reader that does not read from the registry's driver, means
 	// database/sql.
 	RowReader RowReader
-	// AfterCommit, when set, is called with each change Outbox recorded,
-	// once its transaction has committed: to wake what delivers the
-	// changes (a webhook dispatcher) without waiting for its next poll. It
-	// runs on the request's goroutine and must not block.
+	// AfterCommit, when set, is called with each change the Outbox (or
+	// the History) recorded, once its transaction has committed: to wake
+	// what delivers the changes (a webhook dispatcher) without waiting for
+	// its next poll. It runs on the request's goroutine and must not block.
 	AfterCommit func(c *Change)
 
 	resources []*Resource
@@ -213,6 +220,7 @@ func (g *Registry) now() time.Time {
 //	GET    {prefix}/{scopeId}/{resource}/{id}   get
 //	PATCH  {prefix}/{scopeId}/{resource}/{id}   update
 //	DELETE {prefix}/{scopeId}/{resource}/{id}   delete
+//	GET    {prefix}/{scopeId}/{resource}/{id}/history  the record's history (History set, resource not ReadOnly)
 //
 // Other methods, and every write to a read-only resource, get 405 with an
 // Allow header. Mount panics when the registry has no Verifier, or no
@@ -232,6 +240,7 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 			Logger: g.Logger, Realm: g.Realm, ResourceMetadata: g.ResourceMetadata,
 		})
 		h := newHandlers(g, r)
+		h.historyKey, _ = g.cursorKey() // checked by Register
 		// A write's Idempotency-Key is looked up after Middleware: a
 		// replay is a request, which a rate limit counts and may refuse.
 		// limit is the largest body of an idempotent route: a batch's on
@@ -263,6 +272,10 @@ func (g *Registry) Mount(mux *http.ServeMux) {
 			}
 			mux.Handle(collection, methodNotAllowed(ew, collectionAllow))
 			mux.Handle(item, methodNotAllowed(ew, itemAllow))
+			if g.History != nil && !r.ReadOnly {
+				mux.Handle("GET "+item+"/history", wrap(h.history, 0))
+				mux.Handle(item+"/history", methodNotAllowed(ew, []string{"GET", "HEAD"}))
+			}
 		}
 	}
 }

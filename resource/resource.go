@@ -72,6 +72,14 @@
 // for with Accept: application/x-ndjson or text/csv is an export: every
 // matching record, streamed from one consistent snapshot, with the change
 // feed's cursor after it when the Outbox is a Snapshotter (see NDJSON).
+//
+// For audit, a Registry with a History (SQLHistory keeps it in the
+// registry's database) keeps every record's history: one entry for each
+// create, update and delete, stored in the write's own transaction, with
+// the values of the fields it changed before and after, the token's client
+// and user, the time and the id of the write's event (Change.EventID), and
+// serves it, oldest first and also after a delete, at
+// GET {prefix}/{scopeId}/{resource}/{id}/history (see History).
 package resource
 
 import (

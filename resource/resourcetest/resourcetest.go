@@ -16,7 +16,10 @@
 // refused item; the bounds; a batch update reaches no other tenant's
 // record; an upsert item needs its external_id), the exports (NDJSON and
 // CSV of every record of the tenant and of no other, pages refused), and
-// the resource's paths and schema in the registry's OpenAPI document.
+// the resource's paths and schema in the registry's OpenAPI document, and,
+// when the registry keeps a History, the record's history route of a
+// resource that is not read-only (its
+// envelope, tenant isolation, bad parameters, its path in the document).
 //
 // The caller gives the registry, a key set that its verifier accepts, the
 // tenants to work in, and a function that returns a record of a tenant;
@@ -90,6 +93,7 @@ var checks = []check{
 	{"batch", checkBatch},
 	{"export", checkExport},
 	{"openapi", checkOpenAPI},
+	{"history", checkHistory},
 }
 
 // TestResource runs the conformance suite on the registered resource r,
@@ -461,6 +465,9 @@ func checkOpenAPI(t testing.TB, s *suite) {
 	collection := s.prefix + "/{scopeId}/" + s.r.Name
 	item := collection + "/{id}"
 	want := map[string][]string{collection: {"get", "post"}, item: {"get", "patch", "delete"}}
+	if s.Registry.History != nil && !s.r.ReadOnly {
+		want[item+"/history"] = []string{"get"}
+	}
 	for path, methods := range want {
 		ops, ok := doc.Paths[path]
 		if !assert.True(t, ok, "the OpenAPI document has no path %s", path) {
@@ -483,4 +490,51 @@ func checkOpenAPI(t testing.TB, s *suite) {
 		}
 	}
 	assert.True(t, found, "the OpenAPI document has no schema with the members of a record of %s: %v", s.r.Name, fields)
+}
+
+// checkHistory checks the history route of a registry with a History: the
+// record's history is a page of entries, each of its own fields, oldest
+// first; other tenants, and ids of no record, get 404; bad parameters 400;
+// writes 405.
+func checkHistory(t testing.TB, s *suite) {
+	if s.Registry.History == nil || s.r.ReadOnly {
+		return // a read-only resource is never written: it has no history
+	}
+	in := s.home()
+	id := s.record(t, in)
+	res := s.do(t, in, http.MethodGet, s.item(in, id)+"/history", nil)
+	require.Equal(t, http.StatusOK, res.code, res.raw)
+	assert.Equal(t, resource.Version, res.body["version"], res.raw)
+	assert.Contains(t, res.body, "next_cursor", res.raw)
+	entries, ok := res.body["data"].([]any)
+	require.True(t, ok, "the history's data is an array: %s", res.raw)
+	fields := map[string]bool{}
+	for _, f := range s.r.AllFields() {
+		fields[f.Name] = true
+	}
+	for _, e := range entries {
+		entry := e.(map[string]any)
+		assert.ElementsMatch(t, []string{"id", "type", "time", "clientid", "userid", "changed", "before", "after"}, keys(entry), "an entry's members")
+		assert.True(t, strings.HasPrefix(entry["type"].(string), resource.Singular(s.r.Name)+"."), "an entry's type: %v", entry["type"])
+		changed := map[string]bool{}
+		for _, name := range entry["changed"].([]any) {
+			assert.True(t, fields[name.(string)], "changed names %v, not a field of %s", name, s.r.Name)
+			changed[name.(string)] = true
+		}
+		for _, side := range []string{"before", "after"} {
+			for name := range entry[side].(map[string]any) {
+				assert.True(t, changed[name], "%s has %s, which changed does not name", side, name)
+			}
+		}
+	}
+	for name, away := range s.away() {
+		assertRefused(t, s.do(t, away, http.MethodGet, s.item(away, id)+"/history", nil), http.StatusNotFound, "not_found", name+" reads the record's history")
+	}
+	assertRefused(t, s.do(t, in, http.MethodGet, s.item(in, "01a21842-1803-7e21-a862-fae136d49c10")+"/history", nil), http.StatusNotFound, "not_found", "the history of no record")
+	for _, q := range []string{"limit=0", "limit=x", "after=nope", "offset=1"} {
+		assertRefused(t, s.do(t, in, http.MethodGet, s.item(in, id)+"/history?"+q, nil), http.StatusBadRequest, "invalid_request", "a history with "+q)
+	}
+	post := s.do(t, in, http.MethodPost, s.item(in, id)+"/history", map[string]any{})
+	assert.Equal(t, http.StatusMethodNotAllowed, post.code, post.raw)
+	assert.Equal(t, "GET, HEAD", post.header.Get("Allow"))
 }

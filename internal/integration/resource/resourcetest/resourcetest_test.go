@@ -148,7 +148,7 @@ func TestResourceConforms(t *testing.T) {
 }
 
 // parts are the parts of the suite, as TestResource names its subtests.
-var parts = []string{"envelopes", "whitelists", "tenant_columns", "isolation", "methods", "batch", "export", "openapi"}
+var parts = []string{"envelopes", "whitelists", "tenant_columns", "isolation", "methods", "batch", "export", "openapi", "history"}
 
 // envRegistry names, in the environment of a child process of the test
 // binary, the registry on which TestResourceFailsOnBrokenTenancy runs the
