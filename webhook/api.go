@@ -124,6 +124,8 @@ func (a *API) Mount(mux *http.ServeMux) {
 		mux.Handle("DELETE "+item, wrap(a.delete))
 		mux.Handle("GET "+deliveries, wrap(a.listDeliveries))
 		mux.Handle("POST "+redeliver, wrapWrite(a.redeliver))
+		mux.Handle("POST "+item+"/"+actionRotate, wrapWrite(a.rotateSecret))
+		mux.Handle(item+"/"+actionRotate, a.methodNotAllowed("POST"))
 		mux.Handle(collection, a.methodNotAllowed("GET", "HEAD", "POST"))
 		mux.Handle(item, a.methodNotAllowed("GET", "HEAD", "PATCH", "DELETE"))
 		mux.Handle(deliveries, a.methodNotAllowed("GET", "HEAD"))

@@ -51,7 +51,11 @@ type endpointView struct {
 	ClientID       string   `json:"client_id"`
 	CreatedAt      jsonTime `json:"created_at"`
 	UpdatedAt      jsonTime `json:"updated_at"`
-	// Secret is set in the answer of POST only.
+	// PreviousSecretExpiresAt is, after a rotation of the secret, when the
+	// previous secret stops signing deliveries; null when it no longer
+	// does (or was never rotated).
+	PreviousSecretExpiresAt *jsonTime `json:"previous_secret_expires_at"`
+	// Secret is set in the answers of POST and rotate_secret only.
 	Secret string `json:"secret,omitempty"`
 
 	reason         string     // disabled_reason as stored
@@ -61,7 +65,7 @@ type endpointView struct {
 
 // endpointColumns are the columns scanEndpoint reads.
 var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at",
-	"grant_resources", "cut_off_at"}
+	"grant_resources", "cut_off_at", "previous_secret_until"}
 
 // scanEndpoint reads a row of endpointColumns.
 func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
@@ -70,8 +74,9 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
 		types, grant             string
 		branches                 sql.NullString
 		created, updated, cutOff any
+		previousUntil            any
 	)
-	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated, &grant, &cutOff); err != nil {
+	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated, &grant, &cutOff, &previousUntil); err != nil {
 		return nil, err
 	}
 	errs := []error{json.Unmarshal([]byte(types), &ep.EventTypes), json.Unmarshal([]byte(grant), &ep.grantResources)}
@@ -82,6 +87,13 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
 		at, err := query.ScanTimestamp(cutOff)
 		errs = append(errs, err)
 		ep.cutOffAt = &at
+	}
+	if previousUntil != nil {
+		at, err := query.ScanTimestamp(previousUntil)
+		errs = append(errs, err)
+		if at.After(time.Now()) {
+			ep.PreviousSecretExpiresAt = timePtr(at)
+		}
 	}
 	c, err := query.ScanTimestamp(created)
 	errs = append(errs, err)

@@ -61,6 +61,7 @@
 //	DELETE {prefix}/{organizationId}/webhook_endpoints/{id}            delete (200 with the endpoint)
 //	GET    {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries list deliveries, newest first
 //	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver (202)
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/rotate_secret   new secret (200, shown once)
 //
 // Every route takes an OAuth access token of the organization in the path
 // (tenancy.Middleware with tenancy.Organization): ScopeRead for GET and
@@ -86,10 +87,12 @@
 //
 //	{"id", "url", "event_types", "branch_ids" (null: every branch), "status",
 //	 "disabled_reason" (null while enabled), "client_id" (the app under
-//	 whose authority it acts), "created_at", "updated_at"}
+//	 whose authority it acts), "created_at", "updated_at",
+//	 "previous_secret_expires_at" (null unless a rotation's grace runs)}
 //
-// and the answer of POST alone adds "secret": the signing secret
-// ("whsec_..."), which no other answer and no log line ever shows again.
+// and the answers of POST and of rotate_secret alone add "secret": the
+// signing secret ("whsec_..."), which no other answer and no log line ever
+// shows again.
 //
 // # Rules
 //
@@ -166,6 +169,27 @@
 // pending and due now with a new round of attempts, keeping the attempts
 // made so far, and answers 202 with it; a delivery whose event retention
 // has removed cannot be sent again: 409 conflict.
+//
+// # Actions
+//
+// The bodies of the actions below are one JSON object (or no body at all:
+// every default); a member they do not take, or a bad value, is 400
+// invalid_request. They take an Idempotency-Key as the other POSTs do.
+//
+// POST .../{id}/rotate_secret {"grace_seconds": 86400} gives the endpoint
+// a new secret (signature.NewSecret, sealed as the first) and answers 200
+// with the endpoint and "secret", which no other answer shows (a replay of
+// its Idempotency-Key shows the current secret). grace_seconds, 86400 when
+// absent, is 0 to 604800 (MaxRotationGrace, 7 days): until then every
+// delivery carries two signatures, "v1,<new> v1,<old>" (signature.SignAll),
+// and the endpoint shows "previous_secret_expires_at"; after it the
+// previous secret is not used, and a later rotation or Purge erases it.
+// Only the secret a rotation replaces is kept: a rotation during the grace
+// of the one before drops the oldest. A rotation is a change of the
+// endpoint under the rules of a PATCH (Authority above, If-Match, the
+// cut-off's 409), and it grants the endpoint anew to the token: the
+// token's app now holds the secret, so the endpoint acts under its
+// authority.
 //
 // Errors are package errors' (apierrors) through an apierrors.Writer of
 // Logger and Realm; SQL is built with squirrel and bound parameters only.

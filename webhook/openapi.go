@@ -3,6 +3,7 @@ package webhook
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
@@ -85,6 +86,7 @@ func (a *API) OpenAPI() *openapi.Document {
 	d.Paths[item] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaGet(), Patch: a.oaUpdate(), Delete: oaDelete()}
 	d.Paths[item+"/deliveries"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaListDeliveries()}
 	d.Paths[item+"/deliveries/{delivery_id}/redeliver"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id, deliveryID}, Post: a.oaRedeliver()}
+	d.Paths[item+"/"+actionRotate] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaRotateSecret()}
 	a.oaDelivery(d)
 	return d
 }
@@ -169,16 +171,23 @@ func oaSchemas() map[string]*openapi.Schema {
 				Description: "The app under whose authority the endpoint acts: the app whose token registered it or changed it last. Disconnecting the app from the organization disables the endpoints it acts for."}),
 			openapi.Prop("created_at", timestamp("When the endpoint was registered.")),
 			openapi.Prop("updated_at", timestamp("When the endpoint was last changed.")),
+			openapi.Prop("previous_secret_expires_at", &openapi.Schema{Type: []string{"string", "null"}, Format: "date-time",
+				Description: "After a rotation of the secret (`rotate_secret`), when the previous secret stops signing deliveries; until then each delivery carries two signatures. Null when only the current secret signs."}),
 		}
 	}
-	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at"}
+	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at", "previous_secret_expires_at"}
 	endpointSchema := openapi.Object(endpointRequired, endpointProps()...)
 	endpointSchema.Description = "A webhook endpoint. Its signing secret is shown once, when it is created (WebhookEndpointCreated), and never again."
 	created := openapi.Object(append(append([]string{}, endpointRequired...), "secret"), append(endpointProps(),
 		openapi.Prop("secret", &openapi.Schema{Type: "string", Pattern: "^whsec_[A-Za-z0-9+/]+=*$",
 			Description: "The signing secret: `whsec_` and the base64 of a 32-byte key. Keep it: no other answer shows it.",
 			Examples:    []any{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}))...)
-	created.Description = "A webhook endpoint as its creation answers: with its signing secret."
+	created.Description = "A webhook endpoint as its creation, or a rotation of its secret, answers: with its signing secret."
+	rotate := openapi.Object(nil, openapi.Prop("grace_seconds", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(0.0),
+		Maximum: openapi.Ptr(float64(MaxRotationGrace / time.Second)), Default: int(DefaultRotationGrace / time.Second),
+		Description: "How long, in seconds, the previous secret keeps signing deliveries beside the new one (at most 7 days); 0 stops it at once."}))
+	rotate.AdditionalProperties = openapi.Ptr(false)
+	rotate.Description = "A rotation of the signing secret. The body may be left out (the default grace). Any other member is refused (400 `invalid_request`)."
 	noMore := openapi.Ptr(false)
 	create := openapi.Object([]string{"url", "event_types"},
 		openapi.Prop("url", url()), openapi.Prop("event_types", eventTypes()), openapi.Prop("branch_ids", branchIDs()))
@@ -233,6 +242,7 @@ func oaSchemas() map[string]*openapi.Schema {
 		"WebhookEndpointCreated":         created,
 		"WebhookEndpointCreate":          create,
 		"WebhookEndpointUpdate":          update,
+		"WebhookSecretRotation":          rotate,
 		"WebhookAttempt":                 attemptSchema,
 		"WebhookDelivery":                deliverySchema,
 		"WebhookEndpointEnvelope":        envelope(openapi.SchemaRef("WebhookEndpoint"), "A webhook endpoint."),
@@ -509,4 +519,36 @@ func (a *API) oaRedeliver() *openapi.Operation {
 		}),
 		Security: oaSecurity(ScopeWrite),
 	}, "202")
+}
+
+func (a *API) oaRotateSecret() *openapi.Operation {
+	op := a.oaIdempotent(&openapi.Operation{
+		Tags: []string{oaTag}, Summary: "Rotate the signing secret of a webhook endpoint", OperationID: "rotateWebhookSecret",
+		Description: strings.Join([]string{
+			"Gives the endpoint a new signing secret and answers with the endpoint and, this once, the new `secret`. " +
+				"For `grace_seconds` (default 86400, a day; 0 to 604800) every delivery is signed with both secrets: `webhook-signature: v1,<new> v1,<old>`, which a Standard Webhooks receiver accepts with either; " +
+				"then the previous secret is forgotten (`previous_secret_expires_at` says when). A rotation during the grace of another replaces the previous secret with the one it rotates out.",
+			"A rotation is a change of the endpoint, under the rules of an update: the token must be able to read everything the endpoint gets, and the endpoint is then granted anew what this token reads and acts under its app (`client_id`).",
+			oaNeedsScope(ScopeWrite),
+		}, "\n\n"),
+		RequestBody: &openapi.RequestBody{Description: "The grace: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`; may be left out.",
+			Content: openapi.JSON(openapi.SchemaRef("WebhookSecretRotation"))},
+		Parameters: []*openapi.Parameter{openapi.IfMatchParameter(false)},
+		Responses: oaCommon(map[string]*openapi.Response{
+			"200": oaSuccess("The endpoint with its new secret. `Cache-Control: no-store`. A replay of its `Idempotency-Key` shows the endpoint's current secret.", "WebhookEndpointCreatedEnvelope", map[string]*openapi.Header{
+				"Cache-Control": openapi.HeaderRef("Cache-Control"),
+				"ETag":          openapi.HeaderRef("ETag"),
+			}),
+			"400": openapi.ErrorResponse("`invalid_request`: a body that is not one JSON object, a member other than `grace_seconds`, or a `grace_seconds` that is not an integer from 0 to 604800.",
+				oaErr(apierrors.CodeInvalidRequest, "grace_seconds must be an integer from 0 to 604800 (7 days): how long the previous secret keeps signing deliveries")),
+			"403": oaForbidden(ScopeWrite, oaReachRefusal),
+			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
+			"409": oaCutOffConflict("", "the endpoint was disabled when the app sync-app, under whose authority it acted, was disconnected from the organization; "+
+				"only that app, with a token issued after it is connected again, may change or enable it or send its deliveries again. Delete it, or register an endpoint of your own"),
+			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef("WebhookEndpoint"), apiVersion),
+			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
+		}),
+		Security: oaSecurity(ScopeWrite),
+	}, "200")
+	return op
 }

@@ -92,6 +92,7 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/{organizationId}/webhook_endpoints/{id} delete":                                  webhook.ScopeWrite,
 		"/v1/{organizationId}/webhook_endpoints/{id}/deliveries get":                          webhook.ScopeRead,
 		"/v1/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver post": webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id}/rotate_secret post":                      webhook.ScopeWrite,
 	}
 	n := 0
 	for p, item := range paths {
@@ -144,6 +145,7 @@ func TestOpenAPI(t *testing.T) {
 	}
 	for _, w := range []struct{ path, method, success string }{
 		{"", "post", "201"}, {"/{id}", "patch", "200"}, {"/{id}/deliveries/{delivery_id}/redeliver", "post", "202"},
+		{"/{id}/rotate_secret", "post", "200"},
 	} {
 		o := op(w.path, w.method)
 		assert.Contains(t, params(o), "Idempotency-Key", "%s %s", w.method, w.path)
