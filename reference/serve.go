@@ -307,10 +307,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}()
 	rest := limits.REST()
 	api.Middleware, api.ChargeExtra = rest.Wrap, rest.ChargeMore
+	dispatcher := newDispatcher(api, sealer, cfg.WebhookAllowPrivate, cfg.WebhookTimeout, metrics, logger)
 
 	srv := &http.Server{
 		Handler: newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger, DBTimeout: cfg.DBTimeout,
-			Sealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate}),
+			Sealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate, WebhookWake: dispatcher.Wake, EventRetention: cfg.EventRetention}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -335,7 +336,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	// stopped after the server has drained and before the database is
 	// closed (deferred after its Close).
 	defer startCutOffs(ctx, cutoffs, logger)()
-	defer startDispatcher(ctx, newDispatcher(api, sealer, cfg.WebhookAllowPrivate, cfg.WebhookTimeout, metrics, logger), api, metrics, logger)()
+	defer startDispatcher(ctx, dispatcher, api, metrics, logger)()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer startPurges(ctx, tokens, apiPurge{api, cfg.EventRetention}, cfg.PurgeInterval, logger)()

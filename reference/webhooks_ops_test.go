@@ -197,3 +197,91 @@ func TestWebhookRotateSecret(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookTestEvent sends a webhook.test event through the built
+// server: it reaches the endpoint alone, signed, as a CloudEvent in
+// structured mode; it is listed in the endpoint's deliveries and absent
+// from the organization's feed; a failed test is tried once and never
+// disables the endpoint; a disabled endpoint cannot be tested.
+func TestWebhookTestEvent(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWebhookWorld(t, b.url(t), "--webhook-allow-private")
+			h, other := newHookLog(t), newHookLog(t)
+			endpoint, secret := w.hookEndpoint(t, h, `"*"`)
+			w.hookEndpoint(t, other, `"*"`)
+			test := w.base + endpoint + "/test"
+
+			for _, c := range []struct {
+				name, method, url, body string
+				status                  int
+			}{
+				{"a member", "POST", test, `{"type": "quotation.created"}`, http.StatusBadRequest},
+				{"not an object", "POST", test, `[]`, http.StatusBadRequest},
+				{"no such endpoint", "POST", w.base + "/v1/" + w.org + "/webhook_endpoints/" + w.org + "/test", "", http.StatusNotFound},
+				{"not a uuid", "POST", w.base + "/v1/" + w.org + "/webhook_endpoints/x/test", "", http.StatusNotFound},
+				{"GET", "GET", test, "", http.StatusMethodNotAllowed},
+			} {
+				res := swDo(t, c.method, c.url, w.token, c.body, nil)
+				assert.Equal(t, c.status, res.status, "%s: %s", c.name, res.body)
+			}
+
+			res := swDo(t, "POST", test, w.token, "", map[string]string{"Idempotency-Key": "test-1"})
+			require.Equal(t, http.StatusAccepted, res.status, res.body)
+			queued := res.json(t)["data"].(map[string]any)
+			assert.Equal(t, "webhook.test", queued["event_type"])
+			assert.Equal(t, "pending", queued["status"])
+			replay := swDo(t, "POST", test, w.token, "", map[string]string{"Idempotency-Key": "test-1"})
+			assert.Equal(t, res.body, replay.body, "a replay queues nothing more")
+
+			call := h.wait(t, 1)[0]
+			assert.Equal(t, "application/cloudevents+json", call.header.Get("Content-Type"))
+			assert.Equal(t, handSign(t, secret, call), call.header.Get("webhook-signature"))
+			assert.True(t, verifiesWith(t, secret, call))
+			assert.Equal(t, queued["event_id"], call.header.Get("webhook-id"))
+			id := strings.TrimPrefix(endpoint, "/v1/"+w.org+"/webhook_endpoints/")
+			assert.Equal(t, "webhook.test", call.event["type"])
+			assert.Equal(t, "1.0", call.event["specversion"])
+			assert.Equal(t, endpoint, call.event["source"])
+			assert.Equal(t, id, call.event["subject"])
+			assert.Equal(t, w.org, call.event["organizationid"])
+			record := call.event["data"].(map[string]any)["record"].(map[string]any)
+			assert.Equal(t, id, record["id"])
+			assert.NotContains(t, string(call.body), "whsec_", "the event carries no secret")
+
+			var deliveries []any
+			require.Eventually(t, func() bool {
+				list := swDo(t, "GET", w.base+endpoint+"/deliveries", w.token, "", nil)
+				require.Equal(t, http.StatusOK, list.status, list.body)
+				deliveries = list.json(t)["data"].([]any)
+				return len(deliveries) == 1 && deliveries[0].(map[string]any)["status"] == "delivered"
+			}, 10*time.Second, 20*time.Millisecond, "the test is recorded delivered: %v", deliveries)
+			assert.Equal(t, "webhook.test", deliveries[0].(map[string]any)["event_type"])
+			feed := swDo(t, "GET", w.base+"/v1/"+w.org+"/events?limit=1000", w.token, "", nil)
+			require.Equal(t, http.StatusOK, feed.status, feed.body)
+			assert.NotContains(t, feed.body, "webhook.test", "a test is not in the feed")
+			time.Sleep(200 * time.Millisecond)
+			assert.Empty(t, other.snapshot(), "the other endpoint got nothing")
+
+			// A failed test: one attempt, the endpoint stays enabled.
+			h.setStatus(http.StatusInternalServerError)
+			res = swDo(t, "POST", test, w.token, "", nil)
+			require.Equal(t, http.StatusAccepted, res.status, res.body)
+			failedID := res.json(t)["data"].(map[string]any)["id"]
+			require.Eventually(t, func() bool {
+				list := swDo(t, "GET", w.base+endpoint+"/deliveries?status=failed", w.token, "", nil)
+				return strings.Contains(list.body, failedID.(string))
+			}, 10*time.Second, 20*time.Millisecond, "the failed test")
+			got := swDo(t, "GET", w.base+endpoint, w.token, "", nil)
+			assert.Equal(t, "enabled", got.json(t)["data"].(map[string]any)["status"])
+			redo := swDo(t, "POST", w.base+endpoint+"/deliveries/"+failedID.(string)+"/redeliver", w.token, "", nil)
+			assert.Equal(t, http.StatusAccepted, redo.status, "a test may be sent again: %s", redo.body)
+
+			require.Equal(t, http.StatusOK, swDo(t, "PATCH", w.base+endpoint, w.token, `{"status": "disabled"}`, nil).status)
+			res = swDo(t, "POST", test, w.token, "", nil)
+			assert.Equal(t, http.StatusConflict, res.status, res.body)
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/idempotency"
+	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
 
@@ -157,4 +158,130 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 	ans.Body = body
 	send(w, ans)
 	return nil
+}
+
+// TestEventType is the type of the event POST .../{id}/test delivers.
+const TestEventType = "webhook.test"
+
+// sendTest is POST {prefix}/{organizationId}/webhook_endpoints/{id}/test:
+// it queues a webhook.test event for the endpoint alone and answers 202
+// with its delivery.
+func (a *API) sendTest(w http.ResponseWriter, r *http.Request) error {
+	t := tenant(r)
+	ctx := r.Context()
+	id, err := endpointID(r)
+	if err != nil {
+		return err
+	}
+	if _, err := readActionBody(w, r, nil); err != nil {
+		return err
+	}
+	rc, err := a.reachOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	d := a.Registry.Dialect
+	var ans *idempotency.Answer
+	err = a.inTx(ctx, func(tx *sql.Tx) error {
+		// Locked: the tests of one endpoint take their numbers one at a
+		// time.
+		ep, err := a.endpointFor(ctx, tx, t, rc, id, true)
+		if err != nil {
+			return err
+		}
+		if ep.Status != statusEnabled {
+			return apierrors.Conflict("the endpoint is disabled; enable it (PATCH status enabled), then send a test")
+		}
+		text, args, err := d.SQL(sq.Select("coalesce(min(event_seq), 0)").From(deliveriesTable).
+			Where(sq.And{sq.Eq{"endpoint_id": id}, sq.Lt{"event_seq": 0}}))
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		var lowest int64
+		if err := tx.QueryRowContext(ctx, text, args...).Scan(&lowest); err != nil {
+			return dbError("number a test", err)
+		}
+		now := a.now()
+		eventID := newID()
+		body, err := a.testEvent(r, t.OrganizationID, eventID, ep, now)
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		deliveryID := newID()
+		ts := d.Timestamp(now)
+		// The event is its own record: it waits for no other delivery and
+		// holds none up.
+		if err := a.exec(ctx, tx, "queue a test", sq.Insert(deliveriesTable).
+			Columns("id", "endpoint_id", "organization_id", "event_seq", "event_id", "record_id", "status", "attempts",
+				"next_attempt_at", "created_at", "updated_at", "body", "event_type").
+			Values(deliveryID, id, t.OrganizationID, lowest-1, eventID, eventID, deliveryPending, 0, ts, ts, ts, string(body), TestEventType)); err != nil {
+			return err
+		}
+		list, err := a.readDeliveries(ctx, tx, deliveryFilter{org: t.OrganizationID, endpointID: id, id: deliveryID})
+		if err != nil {
+			return err
+		}
+		out, err := json.Marshal(envelope{Data: list[0], Version: apiVersion})
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		ans = &idempotency.Answer{Status: http.StatusAccepted, Body: out}
+		return a.remember(ctx, tx, r, ans)
+	})
+	if err != nil {
+		return a.failedWrite(w, r, err)
+	}
+	a.wake()
+	send(w, ans)
+	return nil
+}
+
+// testEvent returns the CloudEvent JSON of a test of the endpoint ep: its
+// source is the endpoint's path, its subject the endpoint's id, and its
+// data, in the shape of every event's, the endpoint as the API shows it
+// (without its secret) with nothing changed.
+func (a *API) testEvent(r *http.Request, org, eventID string, ep *endpointView, now time.Time) ([]byte, error) {
+	t := tenant(r)
+	type data struct {
+		Record  *endpointView `json:"record"`
+		Changed []string      `json:"changed"`
+	}
+	ev := struct {
+		SpecVersion     string `json:"specversion"`
+		ID              string `json:"id"`
+		Source          string `json:"source"`
+		Type            string `json:"type"`
+		Subject         string `json:"subject"`
+		Time            string `json:"time"`
+		DataContentType string `json:"datacontenttype"`
+		OrganizationID  string `json:"organizationid"`
+		ClientID        string `json:"clientid,omitempty"`
+		UserID          string `json:"userid,omitempty"`
+		Data            data   `json:"data"`
+	}{
+		SpecVersion: "1.0", ID: eventID, Source: a.endpointSource(org, ep.ID), Type: TestEventType, Subject: ep.ID,
+		Time: now.UTC().Format(query.SQLiteTimestampLayout), DataContentType: "application/json", OrganizationID: org,
+		ClientID: t.Claims.ClientID, Data: data{Record: ep, Changed: []string{}},
+	}
+	if !t.Claims.ClientCredentials() {
+		ev.UserID = t.Claims.Subject
+	}
+	return json.Marshal(ev)
+}
+
+// endpointSource returns the CloudEvents source of the events about the
+// endpoint id of org: its path under the first prefix.
+func (a *API) endpointSource(org, id string) string {
+	prefix := "/v1"
+	if ps := a.prefixes(); len(ps) > 0 {
+		prefix = ps[0]
+	}
+	return prefix + "/" + org + "/webhook_endpoints/" + id
+}
+
+// wake tells the dispatcher that deliveries are due now (API.Wake).
+func (a *API) wake() {
+	if a.Wake != nil {
+		a.Wake()
+	}
 }

@@ -99,4 +99,5 @@ func ExampleAPI_OpenAPI() {
 	// POST   /v1/{organizationId}/webhook_endpoints [svc:webhooks:write]
 	// POST   /v1/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver [svc:webhooks:write]
 	// POST   /v1/{organizationId}/webhook_endpoints/{id}/rotate_secret [svc:webhooks:write]
+	// POST   /v1/{organizationId}/webhook_endpoints/{id}/test [svc:webhooks:write]
 }

@@ -62,6 +62,7 @@
 //	GET    {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries list deliveries, newest first
 //	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver (202)
 //	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/rotate_secret   new secret (200, shown once)
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/test            send a webhook.test event (202)
 //
 // Every route takes an OAuth access token of the organization in the path
 // (tenancy.Middleware with tenancy.Organization): ScopeRead for GET and
@@ -190,6 +191,20 @@
 // cut-off's 409), and it grants the endpoint anew to the token: the
 // token's app now holds the secret, so the endpoint acts under its
 // authority.
+//
+// POST .../{id}/test (no body, or {}) queues a webhook.test event
+// (TestEventType) for that endpoint alone and answers 202 with its
+// delivery, pending. The event is a CloudEvent like every other: source
+// the endpoint's path ({prefix}/{organizationId}/webhook_endpoints/{id}),
+// subject the endpoint's id, clientid (and userid) the token's, and data
+// {"record": the endpoint as the API shows it, "changed": []}. The
+// delivery carries the event itself (it is not in the events table, so
+// not in the feed, and retention never removes it before the delivery),
+// is listed among the endpoint's deliveries with event_type webhook.test,
+// and gets one attempt, whose failure never disables the endpoint; a
+// redelivery sends it again. A disabled endpoint is not tested: 409
+// conflict. A test needs ScopeWrite and the endpoint within the token's
+// reach, no read scope: it carries nothing but the endpoint itself.
 //
 // Errors are package errors' (apierrors) through an apierrors.Writer of
 // Logger and Realm; SQL is built with squirrel and bound parameters only.

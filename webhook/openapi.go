@@ -87,6 +87,7 @@ func (a *API) OpenAPI() *openapi.Document {
 	d.Paths[item+"/deliveries"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaListDeliveries()}
 	d.Paths[item+"/deliveries/{delivery_id}/redeliver"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id, deliveryID}, Post: a.oaRedeliver()}
 	d.Paths[item+"/"+actionRotate] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaRotateSecret()}
+	d.Paths[item+"/"+actionTest] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaTest()}
 	a.oaDelivery(d)
 	return d
 }
@@ -551,4 +552,28 @@ func (a *API) oaRotateSecret() *openapi.Operation {
 		Security: oaSecurity(ScopeWrite),
 	}, "200")
 	return op
+}
+
+func (a *API) oaTest() *openapi.Operation {
+	return a.oaIdempotent(&openapi.Operation{
+		Tags: []string{oaTag}, Summary: "Send a test event to a webhook endpoint", OperationID: "testWebhookEndpoint",
+		Description: strings.Join([]string{
+			"Queues a `" + TestEventType + "` event for this endpoint alone and answers with its delivery, pending; it leaves at once, signed like every delivery. " +
+				"The event is a CloudEvent like the others (structured mode): `source` is the endpoint's path, `subject` its id, and `data.record` the endpoint as the API shows it (no secret), with `data.changed` empty. " +
+				"It is listed in the endpoint's deliveries (`event_type` `" + TestEventType + "`) and is not in the organization's feed. It gets one attempt, whose failure never disables the endpoint; send it again with `redeliver`, or send another test.",
+			"The body may be left out; it may only be `{}`. A disabled endpoint cannot be tested (409 `conflict`): enable it first.",
+			oaNeedsScope(ScopeWrite),
+		}, "\n\n"),
+		Responses: oaCommon(map[string]*openapi.Response{
+			"202": oaSuccess("The test's delivery, pending.", "WebhookDeliveryEnvelope", nil),
+			"400": openapi.ErrorResponse("`invalid_request`: a body that is not one empty JSON object.",
+				oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object")),
+			"403": oaForbidden(ScopeWrite, ""),
+			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
+			"409": openapi.ErrorResponse("`conflict`: the endpoint is disabled.",
+				oaErr(apierrors.CodeConflict, "the endpoint is disabled; enable it (PATCH status enabled), then send a test")),
+			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
+		}),
+		Security: oaSecurity(ScopeWrite),
+	}, "202")
 }
