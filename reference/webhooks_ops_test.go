@@ -285,3 +285,86 @@ func TestWebhookTestEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookDisabledEvent runs the built server with a short retry
+// schedule (--webhook-max-attempts 2 --webhook-backoff 100ms): an endpoint
+// whose receiver fails both attempts is disabled, and the organization's
+// feed gets a webhook_endpoint.disabled event in the same transaction,
+// delivered to the endpoints that subscribe to it (by its type, its
+// resource's types or *) and shown in the feed to tokens with
+// svc:webhooks:read only.
+func TestWebhookDisabledEvent(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := b.url(t)
+			w := newWebhookWorld(t, dbURL, "--webhook-allow-private", "--webhook-max-attempts", "2", "--webhook-backoff", "100ms")
+			failing, exact, wildcard, all, accounts := newHookLog(t), newHookLog(t), newHookLog(t), newHookLog(t), newHookLog(t)
+			failing.setStatus(http.StatusServiceUnavailable)
+			bad, _ := w.hookEndpoint(t, failing, `"account.created"`)
+			_, exactSecret := w.hookEndpoint(t, exact, `"webhook_endpoint.disabled"`)
+			w.hookEndpoint(t, wildcard, `"webhook_endpoint.*"`)
+			w.hookEndpoint(t, all, `"*"`)
+			w.hookEndpoint(t, accounts, `"account.*"`)
+			badID := strings.TrimPrefix(bad, "/v1/"+w.org+"/webhook_endpoints/")
+
+			// Without svc:webhooks:read, no subscription to it.
+			narrow := adminJSON(t, "admin", "app", "create", "--org", w.org, "--name", "Narrow", "--all-branches",
+				"--scopes", "svc:webhooks:write svc:events:read svc:accounts:read", "--database-url", dbURL)
+			narrowToken := rlToken(t, w.base, rlTenant{org: w.org, clientID: narrow["client_id"].(string), secret: narrow["client_secret"].(string)})
+			res := swDo(t, "POST", w.base+"/v1/"+w.org+"/webhook_endpoints", narrowToken, `{"url": "`+exact.srv.URL+`", "event_types": ["webhook_endpoint.disabled"]}`, nil)
+			assert.Equal(t, http.StatusForbidden, res.status, res.body)
+			assert.Contains(t, res.body, "svc:webhooks:read")
+			res = swDo(t, "POST", w.base+"/v1/"+w.org+"/webhook_endpoints", w.token, `{"url": "`+exact.srv.URL+`", "event_types": ["webhook_endpoint.enabled"]}`, nil)
+			assert.Equal(t, http.StatusBadRequest, res.status, res.body)
+
+			w.account(t, "Unreachable")
+			call := exact.wait(t, 1)[0]
+			assert.Equal(t, "webhook_endpoint.disabled", call.event["type"])
+			assert.Equal(t, bad, call.event["source"])
+			assert.Equal(t, badID, call.event["subject"])
+			assert.Equal(t, w.org, call.event["organizationid"])
+			assert.True(t, verifiesWith(t, exactSecret, call))
+			assert.Equal(t, handSign(t, exactSecret, call), call.header.Get("webhook-signature"))
+			record := call.event["data"].(map[string]any)["record"].(map[string]any)
+			assert.Equal(t, badID, record["id"])
+			assert.Equal(t, "disabled", record["status"])
+			assert.Contains(t, record["disabled_reason"], "HTTP 503")
+			assert.NotContains(t, string(call.body), "whsec_")
+
+			assert.Equal(t, "webhook_endpoint.disabled", wildcard.wait(t, 1)[0].event["type"])
+			require.Eventually(t, func() bool {
+				for _, c := range all.snapshot() {
+					if c.event["type"] == "webhook_endpoint.disabled" {
+						return true
+					}
+				}
+				return false
+			}, 10*time.Second, 10*time.Millisecond, "* gets it too")
+			time.Sleep(200 * time.Millisecond)
+			for _, c := range accounts.snapshot() {
+				assert.Equal(t, "account.created", c.event["type"], "account.* does not get it")
+			}
+			assert.Len(t, failing.snapshot(), 2, "two attempts, then disabled")
+			got := swDo(t, "GET", w.base+bad, w.token, "", nil)
+			assert.Equal(t, "disabled", got.json(t)["data"].(map[string]any)["status"])
+			assert.Len(t, exact.snapshot(), 1, "one event")
+
+			// The feed: with svc:webhooks:read, by its type and its
+			// resource's; without it, nothing.
+			for _, types := range []string{"webhook_endpoint.disabled", "webhook_endpoint.*", "*"} {
+				feed := swDo(t, "GET", w.base+"/v1/"+w.org+"/events?types="+types, w.token, "", nil)
+				require.Equal(t, http.StatusOK, feed.status, feed.body)
+				assert.Contains(t, feed.body, `"type":"webhook_endpoint.disabled"`, types)
+				branch := swDo(t, "GET", w.base+"/v1/"+w.branch+"/events?types="+types, w.token, "", nil)
+				assert.Contains(t, branch.body, `"type":"webhook_endpoint.disabled"`, "every scope of the organization shows it: %s", types)
+			}
+			feed := swDo(t, "GET", w.base+"/v1/"+w.org+"/events", narrowToken, "", nil)
+			require.Equal(t, http.StatusOK, feed.status, feed.body)
+			assert.Contains(t, feed.body, "account.created")
+			assert.NotContains(t, feed.body, "webhook_endpoint.disabled", "not without svc:webhooks:read")
+			assert.Equal(t, http.StatusBadRequest, swDo(t, "GET", w.base+"/v1/"+w.org+"/events?types=webhook_endpoint.deleted", w.token, "", nil).status)
+		})
+	}
+}

@@ -11,7 +11,6 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/idempotency"
-	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
 
@@ -242,41 +241,15 @@ func (a *API) sendTest(w http.ResponseWriter, r *http.Request) error {
 // (without its secret) with nothing changed.
 func (a *API) testEvent(r *http.Request, org, eventID string, ep *endpointView, now time.Time) ([]byte, error) {
 	t := tenant(r)
-	type data struct {
-		Record  *endpointView `json:"record"`
-		Changed []string      `json:"changed"`
-	}
-	ev := struct {
-		SpecVersion     string `json:"specversion"`
-		ID              string `json:"id"`
-		Source          string `json:"source"`
-		Type            string `json:"type"`
-		Subject         string `json:"subject"`
-		Time            string `json:"time"`
-		DataContentType string `json:"datacontenttype"`
-		OrganizationID  string `json:"organizationid"`
-		ClientID        string `json:"clientid,omitempty"`
-		UserID          string `json:"userid,omitempty"`
-		Data            data   `json:"data"`
-	}{
-		SpecVersion: "1.0", ID: eventID, Source: a.endpointSource(org, ep.ID), Type: TestEventType, Subject: ep.ID,
-		Time: now.UTC().Format(query.SQLiteTimestampLayout), DataContentType: "application/json", OrganizationID: org,
-		ClientID: t.Claims.ClientID, Data: data{Record: ep, Changed: []string{}},
-	}
+	var userID string
 	if !t.Claims.ClientCredentials() {
-		ev.UserID = t.Claims.Subject
+		userID = t.Claims.Subject
 	}
-	return json.Marshal(ev)
-}
-
-// endpointSource returns the CloudEvents source of the events about the
-// endpoint id of org: its path under the first prefix.
-func (a *API) endpointSource(org, id string) string {
-	prefix := "/v1"
+	prefix := ""
 	if ps := a.prefixes(); len(ps) > 0 {
 		prefix = ps[0]
 	}
-	return prefix + "/" + org + "/webhook_endpoints/" + id
+	return endpointEvent(TestEventType, eventID, prefix, org, ep, []string{}, now, t.Claims.ClientID, userID)
 }
 
 // wake tells the dispatcher that deliveries are due now (API.Wake).

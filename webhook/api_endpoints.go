@@ -214,8 +214,12 @@ func (a *API) parsePatterns(types []string, refuse refusal) ([]string, error) {
 	}
 	names := a.resourceNames()
 	for _, s := range types {
-		if _, ok := events.ParsePattern(s, names); !ok {
-			return nil, refuse("event_types: %q is not an event type: give <resource>.<change> (as quotation.created), <resource>.* or *", excerpt.Cut(s, 64))
+		_, ok := events.ParsePattern(s, names)
+		if !ok {
+			_, ok = events.ParseKindPattern(s, EventKinds())
+		}
+		if !ok {
+			return nil, refuse("event_types: %q is not an event type: give <resource>.<change> (as quotation.created), <resource>.*, %s, or *", excerpt.Cut(s, 64), EndpointDisabledType)
 		}
 	}
 	return dedupe(types), nil
@@ -343,10 +347,15 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 // organization, or is not a UUID.
 func errNoEndpoint() error { return apierrors.NotFound("no webhook endpoint with this id") }
 
+// selectEndpoint selects the endpointColumns of the endpoint id.
+func selectEndpoint(id string) sq.SelectBuilder {
+	return sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"id": id})
+}
+
 // findEndpoint reads the endpoint id of org, locked for update on
 // PostgreSQL when forUpdate.
 func (a *API) findEndpoint(ctx context.Context, q eventstore.Querier, org, id string, forUpdate bool) (*endpointView, error) {
-	b := sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": org, "id": id})
+	b := selectEndpoint(id).Where(sq.Eq{"organization_id": org})
 	if forUpdate && a.Registry.Dialect == query.Postgres {
 		b = b.Suffix("FOR UPDATE")
 	}

@@ -138,8 +138,12 @@ type Dispatcher struct {
 	// Now returns the current time; nil is time.Now.
 	Now func() time.Time
 	// Backoff returns the delay after the attempt-th failed attempt of a
-	// delivery (from 1); nil is DefaultBackoff.
+	// delivery (from 1); nil is ExponentialBackoff(RetryDelay).
 	Backoff func(attempt int) time.Duration
+	// RetryDelay is the delay before the first retry when Backoff is nil;
+	// each next one is 4 times longer, capped at 10 hours (see
+	// ExponentialBackoff). 0 is 5 seconds (DefaultBackoff).
+	RetryDelay time.Duration
 	// MaxAttempts is how many attempts a delivery gets before it fails for
 	// good; 0 is 10, which spans about a day with DefaultBackoff.
 	MaxAttempts int
@@ -156,6 +160,10 @@ type Dispatcher struct {
 	// means slog.Default, as for the module's other parts. Secrets and
 	// signatures are never logged.
 	Logger *slog.Logger
+	// PathPrefix is the first prefix of the API's paths (the endpoints
+	// API's), which starts the source of the webhook_endpoint.disabled
+	// events the dispatcher appends; "" is /v1.
+	PathPrefix string
 	// Observe, when not nil, is called with the outcome of every attempt
 	// and with Disabled when an endpoint is disabled, for metrics. It must
 	// be safe for concurrent use.
@@ -205,7 +213,7 @@ func (d *Dispatcher) backoff(attempt int) time.Duration {
 	if d.Backoff != nil {
 		return d.Backoff(attempt)
 	}
-	return DefaultBackoff(attempt)
+	return ExponentialBackoff(d.RetryDelay)(attempt)
 }
 
 func (d *Dispatcher) logger() *slog.Logger {

@@ -18,10 +18,13 @@
 //     same database and they share the work under leases, so a replica
 //     that dies mid-delivery leaves its delivery to another. A failed
 //     attempt (no 2xx within the timeout) is retried with exponential
-//     backoff and jitter for about a day (DefaultBackoff); an endpoint whose
-//     delivery fails every attempt while nothing else reaches it is
-//     disabled, with the reason shown. The events of one record reach an
-//     endpoint in their order.
+//     backoff and jitter (ExponentialBackoff: by default for about a day,
+//     DefaultBackoff; Dispatcher.RetryDelay and MaxAttempts set it); an
+//     endpoint whose delivery fails every attempt while nothing else
+//     reaches it is disabled, with the reason shown, and its
+//     organization's feed gets a webhook_endpoint.disabled event (see
+//     EventKinds) in the same transaction. The events of one record reach
+//     an endpoint in their order.
 //   - DisableAppEndpoints disables the endpoints that act under an app's
 //     authority in an organization (those it registered or changed last)
 //     when the app is disconnected from it; no other app may enable them
@@ -104,11 +107,15 @@
 //     words.
 //   - event_types: 1 to MaxEventTypes patterns, each an event type of one
 //     of Resources ("quotation.created"), all the types of one
-//     ("quotation.*"), or every type ("*"); anything else is 400 naming
-//     it. They are stored as a JSON array, duplicates dropped.
+//     ("quotation.*"), or every type ("*"), or the event the dispatcher
+//     appends when it disables an endpoint (EndpointDisabledType,
+//     "webhook_endpoint.disabled", or "webhook_endpoint.*"); anything else
+//     is 400 naming it. They are stored as a JSON array, duplicates
+//     dropped.
 //   - The token must be able to read what it subscribes to: a pattern that
-//     names a resource needs that resource's read scope, "*" at least one
-//     resource's; else 403 insufficient_scope naming the scope.
+//     names a resource needs that resource's read scope (a
+//     webhook_endpoint type ScopeRead), "*" at least one resource's; else
+//     403 insufficient_scope naming the scope.
 //   - branch_ids: optional (absent or null: every branch); when given, a
 //     non-empty list of branches of the organization (else 400). A
 //     client-credentials token may name only its own branches, and one
@@ -121,7 +128,8 @@
 //     branch's events go nor redirect, re-grant or delete them.
 //   - The grant: on POST, and on every PATCH, the endpoint records what
 //     the token may read — the names of the resources whose read scope it
-//     has (grant_resources), and, for a client-credentials token, its
+//     has (grant_resources; "webhook_endpoints", the events of EventKinds,
+//     with ScopeRead), and, for a client-credentials token, its
 //     branches (grant_branches; NULL, every branch, for an
 //     authorization-code token) — and the token's app (client_id). The
 //     dispatcher delivers only events the grant allows, so ScopeWrite
@@ -170,6 +178,22 @@
 // pending and due now with a new round of attempts, keeping the attempts
 // made so far, and answers 202 with it; a delivery whose event retention
 // has removed cannot be sent again: 409 conflict.
+//
+// # The webhook_endpoint.disabled event
+//
+// When the dispatcher disables an endpoint (every attempt of a delivery
+// failed while nothing else reached it), it appends, in the same
+// transaction, an event to the organization's feed: type
+// webhook_endpoint.disabled, source
+// {prefix}/{organizationId}/webhook_endpoints/{id} (Dispatcher.PathPrefix),
+// subject the endpoint's id, no branch, no clientid, and data
+// {"record": the endpoint as the API shows it, disabled, without its
+// secret, "changed": ["status", "disabled_reason"]}. A feed with
+// EventKinds (events.Feed.Kinds) shows it to tokens with ScopeRead; it is
+// delivered like any event to the endpoints that subscribe to it and whose
+// grant holds ScopeRead (those set up or changed since this event exists,
+// by a token with that scope). An endpoint disabled by a PATCH or by the
+// disconnection of its app gives no such event.
 //
 // # Actions
 //

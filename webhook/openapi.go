@@ -117,7 +117,7 @@ func (a *API) oaDelivery(d *openapi.Document) {
 			Content: map[string]*openapi.MediaType{signature.ContentType: {Schema: openapi.SchemaRef("CloudEvent")}}},
 		Responses: map[string]*openapi.Response{
 			"2XX":     {Description: "Delivered: any 2xx answer ends the delivery."},
-			"default": {Description: "Any other answer (a redirect included), or none within the server's timeout: the attempt failed, and the delivery is tried again with backoff for about a day."},
+			"default": {Description: "Any other answer (a redirect included), or none within the server's timeout: the attempt failed, and the delivery is tried again with backoff, as the server's retry schedule says (by default for about a day)."},
 		},
 		Security: []openapi.SecurityRequirement{},
 	}}}
@@ -149,7 +149,8 @@ func oaSchemas() map[string]*openapi.Schema {
 		return &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), MaxItems: openapi.Ptr(MaxEventTypes),
 			Items: &openapi.Schema{Type: "string", Examples: []any{"quotation.status_changed"}},
 			Description: "The event types the endpoint gets: an event type (`quotation.created`, `quotation.updated`, `quotation.deleted`, `quotation.status_changed`), " +
-				"all the types of a resource (`quotation.*`) or every type (`*`). A type of a resource needs that resource's read scope (`*` at least one read scope).",
+				"all the types of a resource (`quotation.*`) or every type (`*`). A type of a resource needs that resource's read scope (`*` at least one read scope). " +
+				"`" + EndpointDisabledType + "` (or `webhook_endpoint.*`), the event of an endpoint the server disabled after its deliveries kept failing, needs `" + ScopeRead + "`.",
 			Examples: []any{[]string{"quotation.*", "account.created"}}}
 	}
 	branchIDs := func() *openapi.Schema {
