@@ -311,6 +311,8 @@ func (w *oavWorld) feedAndWebhooks(t *testing.T) []string {
 	oavWant(t, w.call(t, "POST", endpoint+"/rotate_secret", w.token, `{"grace_seconds":-1}`), 400)
 	oavWant(t, w.call(t, "POST", endpoint+"/test", w.token, ""), 202)
 	oavWant(t, w.call(t, "POST", endpoint+"/test", w.token, `{"x":1}`), 400)
+	oavWant(t, w.call(t, "POST", endpoint+"/recover", w.token, `{"since":"`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`), 202)
+	oavWant(t, w.call(t, "POST", endpoint+"/recover", w.token, `{"since":"yesterday"}`), 400)
 	oavWant(t, w.call(t, "POST", "/v1/"+w.branch+"/accounts", w.token, `{"company_name":"Hooked"}`), 201)
 	// The page is polled unchecked until the delivery is there: an empty
 	// page answers "data": null today, which the document rightly does not
@@ -335,7 +337,7 @@ func (w *oavWorld) feedAndWebhooks(t *testing.T) []string {
 		"listWebhookEndpoints 200", "getWebhookEndpoint 200", "updateWebhookEndpoint 200", "updateWebhookEndpoint 400",
 		"listWebhookDeliveries 200", "listWebhookDeliveries 400", "redeliverWebhookDelivery 202", "deleteWebhookEndpoint 200",
 		"getWebhookEndpoint 404", "rotateWebhookSecret 200", "rotateWebhookSecret 400",
-		"testWebhookEndpoint 202", "testWebhookEndpoint 400"}
+		"testWebhookEndpoint 202", "testWebhookEndpoint 400", "recoverWebhookEvents 202", "recoverWebhookEvents 400"}
 }
 
 // limited are the 429 answers of a second server on the database with

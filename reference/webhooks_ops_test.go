@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -365,6 +366,157 @@ func TestWebhookDisabledEvent(t *testing.T) {
 			assert.Contains(t, feed.body, "account.created")
 			assert.NotContains(t, feed.body, "webhook_endpoint.disabled", "not without svc:webhooks:read")
 			assert.Equal(t, http.StatusBadRequest, swDo(t, "GET", w.base+"/v1/"+w.org+"/events?types=webhook_endpoint.deleted", w.token, "", nil).status)
+		})
+	}
+}
+
+// feedEvent is an event of the feed: its id, type and time.
+type feedEvent struct {
+	id, typ string
+	at      time.Time
+}
+
+// feedEvents returns the organization's events of types, in the feed's
+// order.
+func (w webhookWorld) feedEvents(t *testing.T, types string) []feedEvent {
+	t.Helper()
+	res := swDo(t, "GET", w.base+"/v1/"+w.org+"/events?limit=1000&types="+types, w.token, "", nil)
+	require.Equal(t, http.StatusOK, res.status, res.body)
+	var out []feedEvent
+	for _, e := range res.json(t)["data"].([]any) {
+		m := e.(map[string]any)
+		at, err := time.Parse(time.RFC3339Nano, m["time"].(string))
+		require.NoError(t, err)
+		out = append(out, feedEvent{id: m["id"].(string), typ: m["type"].(string), at: at})
+	}
+	return out
+}
+
+// assertInOrder asserts that calls are exactly the events want (ids in the
+// feed's order), each once, those of each record (subject) in their
+// order: deliveries of different records go out in parallel.
+func assertInOrder(t *testing.T, want []string, calls []hookCall) {
+	t.Helper()
+	var got []string
+	bySubject := map[string][]string{}
+	for _, c := range calls {
+		id := c.header.Get("webhook-id")
+		got = append(got, id)
+		subject, _ := c.event["subject"].(string)
+		bySubject[subject] = append(bySubject[subject], id)
+	}
+	assert.ElementsMatch(t, want, got, "exactly the events, each once")
+	for subject, ids := range bySubject {
+		var inFeed []string
+		for _, id := range want {
+			if slices.Contains(ids, id) {
+				inFeed = append(inFeed, id)
+			}
+		}
+		assert.Equal(t, inFeed, ids, "the events of %s in their order", subject)
+	}
+}
+
+// TestWebhookRecover recovers through the built server the events an
+// endpoint missed while it was disabled: exactly those of the range it
+// subscribes to, in the order of the feed, each once; a recovery of a
+// disabled endpoint waits until it is enabled; bad ranges are 400 and
+// queue nothing.
+func TestWebhookRecover(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWebhookWorld(t, b.url(t), "--webhook-allow-private")
+			h := newHookLog(t)
+			endpoint, secret := w.hookEndpoint(t, h, `"account.*"`)
+			// Another endpoint stays enabled: the fan-out goes on while the
+			// first is disabled (with none enabled, it would wait).
+			quotations := newHookLog(t)
+			w.hookEndpoint(t, quotations, `"quotation.*"`)
+			recoverURL := w.base + endpoint + "/recover"
+			patch := func(status string) {
+				t.Helper()
+				res := swDo(t, "PATCH", w.base+endpoint, w.token, `{"status": "`+status+`"}`, nil)
+				require.Equal(t, http.StatusOK, res.status, res.body)
+			}
+
+			first := w.account(t, "Before")
+			h.wait(t, 1)
+			patch("disabled")
+			missed := []string{w.account(t, "Missed 1"), w.account(t, "Missed 2")}
+			res := swDo(t, "PATCH", w.base+"/v1/"+w.branch+"/accounts/"+missed[0], w.token, `{"comment": "changed"}`, nil)
+			require.Equal(t, http.StatusOK, res.status, res.body)
+			w.quotation(t, w.base) // another account and a quotation, which the endpoint does not get
+			// The quotation's events reached the other endpoint: the fan-out
+			// is past the missed events, which it handed out while the
+			// endpoint was disabled.
+			quotations.wait(t, 3)
+			patch("enabled")
+			time.Sleep(300 * time.Millisecond)
+			require.Equal(t, 1, len(h.snapshot()), "nothing of the disabled time came")
+			res = swDo(t, "PATCH", w.base+"/v1/"+w.branch+"/accounts/"+first, w.token, `{"comment": "live"}`, nil)
+			require.Equal(t, http.StatusOK, res.status, res.body)
+			h.wait(t, 2)
+
+			all := w.feedEvents(t, "account.*")
+			require.Len(t, all, 6, "created, 2 missed created, 1 missed updated, the quotation's account, the live update")
+			since, until := all[1].at, all[5].at // the first missed event, the live one (excluded)
+			var want []string
+			for _, e := range all[1:5] {
+				want = append(want, e.id)
+			}
+
+			for _, c := range []struct{ name, body string }{
+				{"no since", `{}`},
+				{"no body", ``},
+				{"since not a string", `{"since": 1}`},
+				{"since not RFC 3339", `{"since": "2026-11-24 10:00"}`},
+				{"since null", `{"since": null}`},
+				{"since in the future", `{"since": "` + time.Now().Add(time.Hour).UTC().Format(time.RFC3339) + `"}`},
+				{"until before since", `{"since": "` + until.Format(time.RFC3339Nano) + `", "until": "` + since.Format(time.RFC3339Nano) + `"}`},
+				{"until equal to since", `{"since": "` + since.Format(time.RFC3339Nano) + `", "until": "` + since.Format(time.RFC3339Nano) + `"}`},
+				{"older than the retention", `{"since": "` + time.Now().Add(-8*24*time.Hour).UTC().Format(time.RFC3339) + `"}`},
+				{"another member", `{"since": "` + since.Format(time.RFC3339Nano) + `", "types": ["account.*"]}`},
+			} {
+				res := swDo(t, "POST", recoverURL, w.token, c.body, nil)
+				assert.Equal(t, http.StatusBadRequest, res.status, "%s: %s", c.name, res.body)
+				assert.Equal(t, "invalid_request", res.json(t)["error"], c.name)
+			}
+			assert.Equal(t, http.StatusNotFound, swDo(t, "POST", w.base+"/v1/"+w.org+"/webhook_endpoints/"+w.org+"/recover", w.token, `{"since": "`+since.Format(time.RFC3339Nano)+`"}`, nil).status)
+			assert.Equal(t, http.StatusMethodNotAllowed, swDo(t, "GET", recoverURL, w.token, "", nil).status)
+			time.Sleep(300 * time.Millisecond)
+			require.Equal(t, 2, len(h.snapshot()), "the refused recoveries queued nothing")
+
+			body := `{"since": "` + since.Format(time.RFC3339Nano) + `", "until": "` + until.Format(time.RFC3339Nano) + `"}`
+			res = swDo(t, "POST", recoverURL, w.token, body, nil)
+			require.Equal(t, http.StatusAccepted, res.status, res.body)
+			data := res.json(t)["data"].(map[string]any)
+			assert.Equal(t, 4.0, data["queued"])
+			assert.Nil(t, data["next_since"])
+			calls := h.wait(t, 6)
+			for _, c := range calls[2:] {
+				assert.True(t, verifiesWith(t, secret, c))
+			}
+			assertInOrder(t, want, calls[2:])
+			time.Sleep(300 * time.Millisecond)
+			assert.Equal(t, 6, len(h.snapshot()), "each once")
+
+			// While disabled: queued, sent once enabled, in order again
+			// (every event since the first, the ones delivered included).
+			patch("disabled")
+			res = swDo(t, "POST", recoverURL, w.token, `{"since": "`+all[0].at.Format(time.RFC3339Nano)+`"}`, nil)
+			require.Equal(t, http.StatusAccepted, res.status, res.body)
+			assert.Equal(t, 6.0, res.json(t)["data"].(map[string]any)["queued"])
+			time.Sleep(300 * time.Millisecond)
+			assert.Equal(t, 6, len(h.snapshot()), "nothing while disabled")
+			patch("enabled")
+			calls = h.wait(t, 12)
+			var every []string
+			for _, e := range all {
+				every = append(every, e.id)
+			}
+			assertInOrder(t, every, calls[6:])
 		})
 	}
 }

@@ -136,6 +136,8 @@ func (a *API) Mount(mux *http.ServeMux) {
 		mux.Handle(item+"/"+actionRotate, a.methodNotAllowed("POST"))
 		mux.Handle("POST "+item+"/"+actionTest, wrapWrite(a.sendTest))
 		mux.Handle(item+"/"+actionTest, a.methodNotAllowed("POST"))
+		mux.Handle("POST "+item+"/"+actionRecover, wrapWrite(a.recoverEvents))
+		mux.Handle(item+"/"+actionRecover, a.methodNotAllowed("POST"))
 		mux.Handle(collection, a.methodNotAllowed("GET", "HEAD", "POST"))
 		mux.Handle(item, a.methodNotAllowed("GET", "HEAD", "PATCH", "DELETE"))
 		mux.Handle(deliveries, a.methodNotAllowed("GET", "HEAD"))

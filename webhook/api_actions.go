@@ -1,8 +1,11 @@
 package webhook
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -10,7 +13,10 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/internal/eventstore"
+	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/internal/idempotency"
+	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
 
@@ -257,4 +263,216 @@ func (a *API) wake() {
 	if a.Wake != nil {
 		a.Wake()
 	}
+}
+
+// The bounds of one recovery.
+const (
+	// MaxRecover is how many events one recovery queues at most; a
+	// recovery that had more answers next_since, where the next one
+	// starts.
+	MaxRecover = 10000
+	// maxRecoverScan is how many events of the range one recovery reads
+	// at most, however few of them the endpoint wants.
+	maxRecoverScan = 2 * MaxRecover
+)
+
+// recovered is the answer of a recovery.
+type recovered struct {
+	Queued    int       `json:"queued"`
+	NextSince *jsonTime `json:"next_since"`
+}
+
+// parseTime reads the RFC 3339 timestamp of the member name of members;
+// ok is false when it is absent.
+func parseTime(members map[string]json.RawMessage, name string) (at time.Time, ok bool, err error) {
+	raw, ok := members[name]
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	var s string
+	if isNull(raw) || json.Unmarshal(raw, &s) != nil {
+		return time.Time{}, true, apierrors.InvalidRequest("%s must be an RFC 3339 timestamp, such as 2026-11-24T10:00:00Z", name)
+	}
+	at, err = time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, true, apierrors.InvalidRequest("%s must be an RFC 3339 timestamp, such as 2026-11-24T10:00:00Z, not %q", name, excerpt.Cut(s, 64))
+	}
+	return at.UTC(), true, nil
+}
+
+// recoverEvents is POST {prefix}/{organizationId}/webhook_endpoints/{id}/recover.
+func (a *API) recoverEvents(w http.ResponseWriter, r *http.Request) error {
+	t := tenant(r)
+	ctx := r.Context()
+	id, err := endpointID(r)
+	if err != nil {
+		return err
+	}
+	members, err := readActionBody(w, r, []string{"since", "until"})
+	if err != nil {
+		return err
+	}
+	since, ok, err := parseTime(members, "since")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apierrors.InvalidRequest("since is required: the time from which the events are sent again (RFC 3339)")
+	}
+	now := a.now()
+	until, ok, err := parseTime(members, "until")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		until = now
+	}
+	switch {
+	case since.After(now):
+		return apierrors.InvalidRequest("since is in the future: give a time in the past from which the events are sent again")
+	case !until.After(since):
+		return apierrors.InvalidRequest("until must be after since: the events sent again are those from since (included) to until (excluded)")
+	case a.EventRetention > 0 && since.Before(now.Add(-a.EventRetention)):
+		return apierrors.InvalidRequest("since is older than the events are kept (%s): give a time after %s",
+			a.EventRetention, now.Add(-a.EventRetention).Format(time.RFC3339))
+	}
+	rc, err := a.reachOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	d := a.Registry.Dialect
+	// Number the events committed so far, so that the range holds them.
+	if _, err := eventstore.Sequence(ctx, a.Registry.DB, d); err != nil {
+		return apierrors.Internal(err)
+	}
+	var ans *idempotency.Answer
+	err = a.inTx(ctx, func(tx *sql.Tx) error {
+		ep, err := a.endpointFor(ctx, tx, t, rc, id, true)
+		if err != nil {
+			return err
+		}
+		// As a redelivery: the token must be able to read everything it
+		// sends, and it grants nothing.
+		if err := checkCutOff(t, ep); err != nil {
+			return err
+		}
+		if err := a.checkCovers(t, ep.EventTypes, ep.grantResources); err != nil {
+			return err
+		}
+		logger := a.Registry.Logger
+		if logger == nil {
+			logger = slog.Default()
+		}
+		subs, err := readSubscriptions(ctx, tx, d, logger, sq.Eq{"id": id})
+		if err != nil {
+			return dbError("read endpoint", err)
+		}
+		out := recovered{}
+		if len(subs) == 1 {
+			if out, err = a.queueRange(ctx, tx, t.OrganizationID, &subs[0], since, until, now); err != nil {
+				return err
+			}
+		}
+		body, err := json.Marshal(envelope{Data: out, Version: apiVersion})
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		ans = &idempotency.Answer{Status: http.StatusAccepted, Body: body}
+		return a.remember(ctx, tx, r, ans)
+	})
+	if err != nil {
+		return a.failedWrite(w, r, err)
+	}
+	a.wake()
+	send(w, ans)
+	return nil
+}
+
+// queueRange queues again, in tx, for the endpoint sub of org, the events
+// with since <= time < until that it wants (subscription.wants), at most
+// MaxRecover of them, reading at most maxRecoverScan: a delivery that
+// exists and is not pending becomes pending and due now, with a new round
+// of attempts (as a redelivery); a missing one is made. Every one is due
+// at now, so the dispatcher sends them in the order of the events, each
+// after the earlier deliveries of its record.
+func (a *API) queueRange(ctx context.Context, tx *sql.Tx, org string, sub *subscription, since, until, now time.Time) (recovered, error) {
+	d := a.Registry.Dialect
+	head, _, err := eventstore.Head(ctx, tx, d, org)
+	if err != nil {
+		return recovered{}, dbError("event head", err)
+	}
+	text, args, err := d.SQL(sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(eventsTable).
+		Where("organization_id = ? AND time >= ? AND time < ? AND seq > ? AND seq <= ?", org, d.Timestamp(since), d.Timestamp(until), sub.afterSeq, head).
+		OrderBy("time", "seq").Limit(maxRecoverScan))
+	if err != nil {
+		return recovered{}, apierrors.Internal(err)
+	}
+	rows, err := tx.QueryContext(ctx, text, args...)
+	if err != nil {
+		return recovered{}, dbError("read events", err)
+	}
+	var (
+		queue   []eventstore.Stored
+		scanned int
+		last    time.Time
+		more    bool
+	)
+	for rows.Next() {
+		var (
+			e      eventstore.Stored
+			branch sql.NullString
+			at     any
+			body   string
+		)
+		if err := rows.Scan(&e.Seq, &e.ID, &e.Type, &e.Resource, &branch, &e.RecordID, &at, &body); err != nil {
+			rows.Close()
+			return recovered{}, dbError("read events", err)
+		}
+		if e.Time, err = query.ScanTimestamp(at); err != nil {
+			rows.Close()
+			return recovered{}, dbError("read events", err)
+		}
+		e.BranchID, e.Body = branch.String, []byte(body)
+		scanned++
+		if !sub.wants(&e) {
+			if scanned == maxRecoverScan {
+				more, last = true, e.Time
+			}
+			continue
+		}
+		if len(queue) == MaxRecover {
+			more = true // one more it wants: the next recovery starts at the last queued
+			break
+		}
+		e.Body = nil
+		queue = append(queue, e)
+		last = e.Time
+		if scanned == maxRecoverScan {
+			more = true
+		}
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return recovered{}, dbError("read events", err)
+	}
+	ts := d.Timestamp(now)
+	for start := 0; start < len(queue); start += insertBatch {
+		b := sq.Insert(deliveriesTable).Columns("id", "endpoint_id", "organization_id", "event_seq", "event_id", "record_id",
+			"status", "attempts", "next_attempt_at", "created_at", "updated_at")
+		for _, e := range queue[start:min(start+insertBatch, len(queue))] {
+			b = b.Values(newID(), sub.id, org, e.Seq, e.ID, e.RecordID, deliveryPending, 0, ts, ts, ts)
+		}
+		// A pending delivery is left as it is: it is sent anyway, and one
+		// in flight keeps its lease.
+		b = b.Suffix(`ON CONFLICT (endpoint_id, event_seq) DO UPDATE SET status = 'pending', attempts = 0,
+	next_attempt_at = excluded.next_attempt_at, lease_until = NULL, updated_at = excluded.updated_at
+WHERE ` + deliveriesTable + `.status <> 'pending'`)
+		if err := a.exec(ctx, tx, "queue deliveries", b); err != nil {
+			return recovered{}, err
+		}
+	}
+	out := recovered{Queued: len(queue)}
+	if more {
+		out.NextSince = timePtr(last)
+	}
+	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -87,7 +88,11 @@ type subscription struct {
 	afterSeq       int64
 }
 
-// wants reports whether the endpoint gets a delivery of e.
+// wants reports whether the endpoint gets a delivery of e: after its
+// creation (afterSeq), of its grant's resources and branches, of its event
+// types and branches. It is the one place where that is decided, for the
+// fan-out of new events and for a recovery (API recover) alike: a new
+// condition of an endpoint on its events belongs here.
 func (ep *subscription) wants(e *eventstore.Stored) bool {
 	if e.Seq <= ep.afterSeq || !slices.Contains(ep.grantResources, e.Resource) {
 		return false
@@ -160,8 +165,19 @@ ON CONFLICT (organization_id) DO NOTHING`), org); err != nil {
 
 // endpoints returns the enabled endpoints of org.
 func (d *Dispatcher) endpoints(ctx context.Context, tx *sql.Tx, org string) ([]subscription, error) {
-	rows, err := tx.QueryContext(ctx, d.sql(`SELECT id, event_types, branch_ids, grant_resources, grant_branches, after_seq
-FROM waybill_webhook_endpoints WHERE organization_id = ? AND status = 'enabled'`), org)
+	return readSubscriptions(ctx, tx, d.Dialect, d.logger(), sq.Eq{"organization_id": org, "status": statusEnabled})
+}
+
+// readSubscriptions returns what the fan-out needs of the endpoints where
+// selects. An endpoint whose settings cannot be read is left out and
+// logged: it gets nothing rather than too much.
+func readSubscriptions(ctx context.Context, q eventstore.Querier, dialect query.Dialect, logger *slog.Logger, where sq.Sqlizer) ([]subscription, error) {
+	text, args, err := dialect.SQL(sq.Select("id", "event_types", "branch_ids", "grant_resources", "grant_branches", "after_seq").
+		From(endpointsTable).Where(where))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +206,7 @@ FROM waybill_webhook_endpoints WHERE organization_id = ? AND status = 'enabled'`
 		}
 		if err := errors.Join(typesErr, resErr, brErr, grBrErr); err != nil {
 			// It gets nothing rather than too much.
-			d.logger().Error("webhook: an endpoint's settings cannot be read; it gets no events", "endpoint", ep.id, "error", err)
+			logger.Error("webhook: an endpoint's settings cannot be read; it gets no events", "endpoint", ep.id, "error", err)
 			continue
 		}
 		for _, t := range typeList {

@@ -66,6 +66,7 @@
 //	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver (202)
 //	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/rotate_secret   new secret (200, shown once)
 //	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/test            send a webhook.test event (202)
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/recover         send a time range's events again (202)
 //
 // Every route takes an OAuth access token of the organization in the path
 // (tenancy.Middleware with tenancy.Organization): ScopeRead for GET and
@@ -229,6 +230,29 @@
 // redelivery sends it again. A disabled endpoint is not tested: 409
 // conflict. A test needs ScopeWrite and the endpoint within the token's
 // reach, no read scope: it carries nothing but the endpoint itself.
+//
+// POST .../{id}/recover {"since": RFC 3339, "until": RFC 3339 (default
+// now)} queues again for that endpoint alone every event still kept
+// whose time is in [since, until) and that the endpoint would have got
+// (subscription.wants decides, as for the fan-out of new events: after
+// its creation, its event types and branches, its grant), those of a time
+// it was disabled included, and answers 202 {"data": {"queued": n,
+// "next_since": null}}. A delivery that ended becomes pending and due now
+// with a new round of attempts (as a redelivery, same webhook-id); a
+// pending one is left as it is; a missing one is made. All are due at
+// once, so the dispatcher sends them in event order, each after the
+// pending deliveries of its record's earlier events, live ones included.
+// One call queues at most MaxRecover (10,000) events and reads at most
+// twice that many: when the range holds more, queued is what it queued
+// and next_since the time of the last event it queued (or read), where the next
+// call starts (the events at exactly that time may come twice; a receiver
+// keys on webhook-id). 400 invalid_request, with nothing queued, for a
+// missing or malformed since, since in the future, until not after since,
+// and since older than EventRetention. A disabled endpoint is recovered
+// all the same: its deliveries wait, pending, until it is enabled (so a
+// caller may recover before enabling it, and the events go out in order
+// once it is). The rules of a redelivery hold: the token must be able to
+// read everything the endpoint gets, the cut-off's 409, no new grant.
 //
 // Errors are package errors' (apierrors) through an apierrors.Writer of
 // Logger and Realm; SQL is built with squirrel and bound parameters only.

@@ -88,6 +88,7 @@ func (a *API) OpenAPI() *openapi.Document {
 	d.Paths[item+"/deliveries/{delivery_id}/redeliver"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id, deliveryID}, Post: a.oaRedeliver()}
 	d.Paths[item+"/"+actionRotate] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaRotateSecret()}
 	d.Paths[item+"/"+actionTest] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaTest()}
+	d.Paths[item+"/"+actionRecover] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaRecover()}
 	a.oaDelivery(d)
 	return d
 }
@@ -189,6 +190,16 @@ func oaSchemas() map[string]*openapi.Schema {
 		Maximum: openapi.Ptr(float64(MaxRotationGrace / time.Second)), Default: int(DefaultRotationGrace / time.Second),
 		Description: "How long, in seconds, the previous secret keeps signing deliveries beside the new one (at most 7 days); 0 stops it at once."}))
 	rotate.AdditionalProperties = openapi.Ptr(false)
+	recovery := openapi.Object([]string{"since"},
+		openapi.Prop("since", timestamp("The start of the range, included: no earlier than the events are kept, and not in the future.")),
+		openapi.Prop("until", timestamp("The end of the range, excluded; after `since`. Default: now.")))
+	recovery.AdditionalProperties = openapi.Ptr(false)
+	recovery.Description = "The range of events to send again. Any other member is refused (400 `invalid_request`)."
+	recovered := openapi.Object([]string{"queued", "next_since"},
+		openapi.Prop("queued", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(0.0), Maximum: openapi.Ptr(float64(MaxRecover)),
+			Description: "How many events were queued again for the endpoint (at most " + strconv.Itoa(MaxRecover) + ")."}),
+		openapi.Prop("next_since", &openapi.Schema{Type: []string{"string", "null"}, Format: "date-time",
+			Description: "Null when the whole range was queued. Else the range held more than one call queues: send the recovery again with this as `since` (and the same `until`); the events at exactly this time may come twice."}))
 	rotate.Description = "A rotation of the signing secret. The body may be left out (the default grace). Any other member is refused (400 `invalid_request`)."
 	noMore := openapi.Ptr(false)
 	create := openapi.Object([]string{"url", "event_types"},
@@ -245,6 +256,8 @@ func oaSchemas() map[string]*openapi.Schema {
 		"WebhookEndpointCreate":          create,
 		"WebhookEndpointUpdate":          update,
 		"WebhookSecretRotation":          rotate,
+		"WebhookRecovery":                recovery,
+		"WebhookRecoveryEnvelope":        envelope(recovered, "What a recovery queued."),
 		"WebhookAttempt":                 attemptSchema,
 		"WebhookDelivery":                deliverySchema,
 		"WebhookEndpointEnvelope":        envelope(openapi.SchemaRef("WebhookEndpoint"), "A webhook endpoint."),
@@ -573,6 +586,33 @@ func (a *API) oaTest() *openapi.Operation {
 			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
 			"409": openapi.ErrorResponse("`conflict`: the endpoint is disabled.",
 				oaErr(apierrors.CodeConflict, "the endpoint is disabled; enable it (PATCH status enabled), then send a test")),
+			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
+		}),
+		Security: oaSecurity(ScopeWrite),
+	}, "202")
+}
+
+func (a *API) oaRecover() *openapi.Operation {
+	return a.oaIdempotent(&openapi.Operation{
+		Tags: []string{oaTag}, Summary: "Send the events of a time range again to a webhook endpoint", OperationID: "recoverWebhookEvents",
+		Description: strings.Join([]string{
+			"Queues again, for this endpoint alone, every event still kept whose time is in [`since`, `until`) and that the endpoint would have got: its event types and branches, what its grant allows, after its creation — " +
+				"including the events of a time it was disabled. A delivery that ended (delivered or failed) becomes pending with a new round of retries; a pending one is left as it is; a missing one is made. " +
+				"They are sent in the order of the events, each after the earlier events of its record, the endpoint's live deliveries included; each carries its event's id as `webhook-id`, as the first time.",
+			"One call queues at most " + strconv.Itoa(MaxRecover) + " events (and reads at most " + strconv.Itoa(maxRecoverScan) + " of the range): when the range holds more, `next_since` says where the next call starts.",
+			"A disabled endpoint may be recovered: its deliveries wait until it is enabled. The token must be able to read everything the endpoint gets, as for a redelivery; the endpoint keeps its grant.",
+			oaNeedsScope(ScopeWrite),
+		}, "\n\n"),
+		RequestBody: oaBody("The range", "WebhookRecovery"),
+		Responses: oaCommon(map[string]*openapi.Response{
+			"202": oaSuccess("What was queued.", "WebhookRecoveryEnvelope", nil),
+			"400": openapi.ErrorResponse("`invalid_request`: a body that is not one JSON object, a member other than `since` and `until`, no `since`, a time that is not RFC 3339, "+
+				"`since` in the future, `until` not after `since`, or `since` older than the events are kept. Nothing is queued.",
+				oaErr(apierrors.CodeInvalidRequest, "until must be after since: the events sent again are those from since (included) to until (excluded)")),
+			"403": oaForbidden(ScopeWrite, oaReachRefusal),
+			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
+			"409": oaCutOffConflict("", "the endpoint was disabled when the app sync-app, under whose authority it acted, was disconnected from the organization; "+
+				"only that app, with a token issued after it is connected again, may change or enable it or send its deliveries again. Delete it, or register an endpoint of your own"),
 			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
 		}),
 		Security: oaSecurity(ScopeWrite),

@@ -94,6 +94,7 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver post": webhook.ScopeWrite,
 		"/v1/{organizationId}/webhook_endpoints/{id}/rotate_secret post":                      webhook.ScopeWrite,
 		"/v1/{organizationId}/webhook_endpoints/{id}/test post":                               webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id}/recover post":                            webhook.ScopeWrite,
 	}
 	n := 0
 	for p, item := range paths {
@@ -146,7 +147,7 @@ func TestOpenAPI(t *testing.T) {
 	}
 	for _, w := range []struct{ path, method, success string }{
 		{"", "post", "201"}, {"/{id}", "patch", "200"}, {"/{id}/deliveries/{delivery_id}/redeliver", "post", "202"},
-		{"/{id}/rotate_secret", "post", "200"}, {"/{id}/test", "post", "202"},
+		{"/{id}/rotate_secret", "post", "200"}, {"/{id}/test", "post", "202"}, {"/{id}/recover", "post", "202"},
 	} {
 		o := op(w.path, w.method)
 		assert.Contains(t, params(o), "Idempotency-Key", "%s %s", w.method, w.path)
