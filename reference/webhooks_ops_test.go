@@ -126,7 +126,8 @@ func TestWebhookRotateSecret(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWebhookWorld(t, b.url(t), "--webhook-allow-private")
+			dbURL := b.url(t)
+			w := newWebhookWorld(t, dbURL, "--webhook-allow-private")
 			h := newHookLog(t)
 			endpoint, old := w.hookEndpoint(t, h, `"account.*"`)
 			rotate := w.base + endpoint + "/rotate_secret"
@@ -180,6 +181,19 @@ func TestWebhookRotateSecret(t *testing.T) {
 			assert.False(t, verifiesWith(t, old, later))
 			got = swDo(t, "GET", w.base+endpoint, w.token, "", nil)
 			assert.Nil(t, got.json(t)["data"].(map[string]any)["previous_secret_expires_at"])
+			// Forgotten: the purge erases it.
+			db, _, err := openDB(t.Context(), dbURL, 1)
+			require.NoError(t, err)
+			defer db.Close()
+			id := strings.TrimPrefix(endpoint, "/v1/"+w.org+"/webhook_endpoints/")
+			stored := func() (kept bool) {
+				require.NoError(t, db.QueryRowContext(t.Context(), `SELECT previous_secret IS NOT NULL FROM waybill_webhook_endpoints WHERE id = '`+id+`'`).Scan(&kept))
+				return kept
+			}
+			assert.True(t, stored(), "kept until the purge")
+			_, err = runCommand(t, nil, "admin", "purge", "--database-url", dbURL)
+			require.NoError(t, err)
+			assert.False(t, stored(), "erased by the purge")
 
 			// No grace, and no body (every default but the grace, given):
 			// the old secret stops at once.

@@ -274,6 +274,10 @@ const (
 	// maxRecoverScan is how many events of the range one recovery reads
 	// at most, however few of them the endpoint wants.
 	maxRecoverScan = 2 * MaxRecover
+	// recoverInsertBatch is how many deliveries one statement of a
+	// recovery writes: 11 parameters each, well within the bounds of both
+	// databases.
+	recoverInsertBatch = 500
 )
 
 // recovered is the answer of a recovery.
@@ -341,9 +345,16 @@ func (a *API) recoverEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d := a.Registry.Dialect
-	// Number the events committed so far, so that the range holds them.
-	if _, err := eventstore.Sequence(ctx, a.Registry.DB, d); err != nil {
-		return apierrors.Internal(err)
+	// Number every event committed so far, so that the range holds them
+	// all (one call of Sequence numbers a batch).
+	for {
+		n, err := eventstore.Sequence(ctx, a.Registry.DB, d)
+		if err != nil {
+			return apierrors.Internal(err)
+		}
+		if n < eventstore.SequenceBatch {
+			break
+		}
 	}
 	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
@@ -455,10 +466,10 @@ func (a *API) queueRange(ctx context.Context, tx *sql.Tx, org string, sub *subsc
 		return recovered{}, dbError("read events", err)
 	}
 	ts := d.Timestamp(now)
-	for start := 0; start < len(queue); start += insertBatch {
+	for start := 0; start < len(queue); start += recoverInsertBatch {
 		b := sq.Insert(deliveriesTable).Columns("id", "endpoint_id", "organization_id", "event_seq", "event_id", "record_id",
 			"status", "attempts", "next_attempt_at", "created_at", "updated_at")
-		for _, e := range queue[start:min(start+insertBatch, len(queue))] {
+		for _, e := range queue[start:min(start+recoverInsertBatch, len(queue))] {
 			b = b.Values(newID(), sub.id, org, e.Seq, e.ID, e.RecordID, deliveryPending, 0, ts, ts, ts)
 		}
 		// A pending delivery is left as it is: it is sent anyway, and one
