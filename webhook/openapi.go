@@ -96,10 +96,24 @@ func (a *API) OpenAPI() *openapi.Document {
 // oaDelivery adds the webhook a receiver is called with, and the schemas of
 // the event it carries (the feed's: package events describes them).
 func (a *API) oaDelivery(d *openapi.Document) {
-	feed := (&events.Feed{Registry: a.Registry}).OpenAPI()
+	feed := (&events.Feed{Registry: a.Registry, Kinds: EventKinds()}).OpenAPI()
 	for _, name := range []string{"CloudEvent", "EventData"} {
 		d.Components.Schemas[name] = feed.Components.Schemas[name]
 	}
+	test := *feed.Components.Schemas["CloudEvent"]
+	test.Properties = append([]openapi.Property(nil), test.Properties...)
+	for i, p := range test.Properties {
+		switch p.Name {
+		case "type":
+			test.Properties[i] = openapi.Prop("type", &openapi.Schema{Type: "string", Const: TestEventType})
+		case "source":
+			test.Properties[i] = openapi.Prop("source", openapi.String("The endpoint's path: `/v1/{organizationId}/webhook_endpoints/{id}`."))
+		case "subject":
+			test.Properties[i] = openapi.Prop("subject", &openapi.Schema{Type: "string", Format: "uuid", Description: "The endpoint's id."})
+		}
+	}
+	test.Description = "The event a test of an endpoint (POST .../{id}/test) delivers to it alone: `data.record` is the endpoint (without its secret), `data.changed` empty. It is never in the feed."
+	d.Components.Schemas["WebhookTestEvent"] = &test
 	header := func(name, description string, s *openapi.Schema) *openapi.Parameter {
 		return &openapi.Parameter{Name: name, In: "header", Required: true, Description: description, Schema: s}
 	}
@@ -115,7 +129,7 @@ func (a *API) oaDelivery(d *openapi.Document) {
 				"several space-separated signatures may come, one of which must match.", &openapi.Schema{Type: "string"}),
 		},
 		RequestBody: &openapi.RequestBody{Description: "The event, in the structured mode of the CloudEvents HTTP binding.", Required: true,
-			Content: map[string]*openapi.MediaType{signature.ContentType: {Schema: openapi.SchemaRef("CloudEvent")}}},
+			Content: map[string]*openapi.MediaType{signature.ContentType: {Schema: &openapi.Schema{OneOf: []*openapi.Schema{openapi.SchemaRef("CloudEvent"), openapi.SchemaRef("WebhookTestEvent")}}}}},
 		Responses: map[string]*openapi.Response{
 			"2XX":     {Description: "Delivered: any 2xx answer ends the delivery."},
 			"default": {Description: "Any other answer (a redirect included), or none within the server's timeout: the attempt failed, and the delivery is tried again with backoff, as the server's retry schedule says (by default for about a day)."},

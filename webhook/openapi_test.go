@@ -130,8 +130,11 @@ func TestOpenAPI(t *testing.T) {
 		headers = append(headers, p.(map[string]any)["name"].(string))
 	}
 	assert.Equal(t, []string{"webhook-id", "webhook-timestamp", "webhook-signature"}, headers)
-	assert.Equal(t, "#/components/schemas/CloudEvent", hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/cloudevents+json"].(map[string]any)["schema"].(map[string]any)["$ref"])
+	assert.Equal(t, []any{map[string]any{"$ref": "#/components/schemas/CloudEvent"}, map[string]any{"$ref": "#/components/schemas/WebhookTestEvent"}},
+		hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/cloudevents+json"].(map[string]any)["schema"].(map[string]any)["oneOf"])
 	assert.Contains(t, schemas, "CloudEvent")
+	assert.Contains(t, schemas["CloudEvent"].(map[string]any)["properties"].(map[string]any)["type"].(map[string]any)["enum"], webhook.EndpointDisabledType)
+	assert.Equal(t, webhook.TestEventType, schemas["WebhookTestEvent"].(map[string]any)["properties"].(map[string]any)["type"].(map[string]any)["const"])
 
 	// Safe writes: the writes take Idempotency-Key, and the endpoint's
 	// answers carry its ETag, which If-None-Match and If-Match use.
