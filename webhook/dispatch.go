@@ -100,9 +100,15 @@ func (o Outcome) String() string {
 // delivery per enabled endpoint of its organization that wants it (by
 // event type, branch and the grant of the endpoint). A replica then claims
 // due deliveries under a lease, posts them, and records the attempt. A
-// failed attempt is retried after Backoff; after MaxAttempts attempts the
-// delivery fails for good, and its endpoint is disabled unless another
-// delivery to it succeeded meanwhile. The deliveries of one record reach
+// failed attempt is retried after Backoff (ExponentialBackoff(RetryDelay)
+// unless set); after MaxAttempts attempts the delivery fails for good, and
+// its endpoint is disabled unless another delivery to it succeeded
+// meanwhile, with a webhook_endpoint.disabled event appended to its
+// organization's feed in the same transaction (see EventKinds). A
+// delivery that carries its own event (a webhook.test) gets one attempt,
+// which never disables the endpoint. Every delivery is signed with the
+// endpoint's secret and, during the grace of a rotation, with the
+// previous one too. The deliveries of one record reach
 // an endpoint in the order of its events: a delivery waits while an
 // earlier delivery of the same record to the same endpoint is pending.
 // The deliveries of a disabled endpoint wait, pending, until it is enabled
