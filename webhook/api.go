@@ -76,8 +76,9 @@ type API struct {
 	// dispatcher's next poll: a server gives its Dispatcher.Wake.
 	Wake func()
 	// EventRetention is how long the events are kept (the retention the
-	// server purges them with): a recovery may not start further back. 0
-	// checks only what is kept.
+	// server purges them with): a recovery may not start further back. 0:
+	// once retention has removed some of an organization's events, a
+	// recovery may not start before the oldest event kept.
 	EventRetention time.Duration
 }
 

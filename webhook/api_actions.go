@@ -408,9 +408,30 @@ func (a *API) recoverEvents(w http.ResponseWriter, r *http.Request) error {
 // after the earlier deliveries of its record.
 func (a *API) queueRange(ctx context.Context, tx *sql.Tx, org string, sub *subscription, since, until, now time.Time) (recovered, error) {
 	d := a.Registry.Dialect
-	head, _, err := eventstore.Head(ctx, tx, d, org)
+	head, purged, err := eventstore.Head(ctx, tx, d, org)
 	if err != nil {
 		return recovered{}, dbError("event head", err)
+	}
+	if purged > 0 && a.EventRetention <= 0 {
+		// Without the retention, what retention removed says how far back
+		// the events are whole: from the oldest kept.
+		text, args, err := d.SQL(sq.Select("min(time)").From(eventsTable).Where(sq.Eq{"organization_id": org}))
+		if err != nil {
+			return recovered{}, apierrors.Internal(err)
+		}
+		var oldest any
+		if err := tx.QueryRowContext(ctx, text, args...).Scan(&oldest); err != nil {
+			return recovered{}, dbError("oldest event", err)
+		}
+		if oldest != nil {
+			at, err := query.ScanTimestamp(oldest)
+			if err != nil {
+				return recovered{}, dbError("oldest event", err)
+			}
+			if since.Before(at) {
+				return recovered{}, apierrors.InvalidRequest("since is older than the events kept: give a time from %s, the oldest event kept", at.Format(time.RFC3339Nano))
+			}
+		}
 	}
 	text, args, err := d.SQL(sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(eventsTable).
 		Where("organization_id = ? AND time >= ? AND time < ? AND seq > ? AND seq <= ?", org, d.Timestamp(since), d.Timestamp(until), sub.afterSeq, head).

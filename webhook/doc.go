@@ -248,7 +248,8 @@
 // call starts (the events at exactly that time may come twice; a receiver
 // keys on webhook-id). 400 invalid_request, with nothing queued, for a
 // missing or malformed since, since in the future, until not after since,
-// and since older than EventRetention. A disabled endpoint is recovered
+// and since older than EventRetention (without it: before the oldest event
+// kept, once retention has removed some). A disabled endpoint is recovered
 // all the same: its deliveries wait, pending, until it is enabled (so a
 // caller may recover before enabling it, and the events go out in order
 // once it is). The rules of a redelivery hold: the token must be able to
