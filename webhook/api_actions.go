@@ -21,9 +21,9 @@ import (
 )
 
 // This file serves the actions on one endpoint: POST .../{id}/rotate_secret,
-// .../{id}/test and .../{id}/recover. Their bodies are refused with 400
-// invalid_request (they change no member of the endpoint the way a PATCH
-// does).
+// .../{id}/test and .../{id}/recover. A bad body of theirs is 400
+// invalid_request, not invalid_update: they set no member of the endpoint
+// as a PATCH does.
 
 // The grace of a rotation of the secret: how long the previous secret
 // keeps signing deliveries with the new one.
