@@ -59,6 +59,10 @@ const scanWindow = 10000
 // what Purge kept gets 410 cursor_expired (start again from the lists), and
 // one the feed never gave 400 invalid_request.
 //
+// Kinds adds the events that other packages append (package webhook's
+// webhook_endpoint.disabled): a token sees those with ReadScope and the
+// kind's ReadScope, from every scope of the organization.
+//
 // types takes comma-separated event types, a record's types with a
 // trailing "*" ("quotation.*"), or "*": at most MaxTypes of them, a type
 // given twice counting twice and kept once. An unknown one, or more than
@@ -70,6 +74,11 @@ type Feed struct {
 	// (rate limits, after tenancy resolved the tenant), Logger, Realm and
 	// ResourceMetadata. Required.
 	Registry *resource.Registry
+	// Kinds are the events besides the resources' writes that the feed
+	// serves (see Kind): their types are accepted in types, and a token
+	// sees them with ReadScope and the kind's ReadScope. They belong to no
+	// branch: every scope of the organization shows them.
+	Kinds []Kind
 }
 
 // Mount registers the feed on mux under every prefix.
@@ -158,6 +167,9 @@ func (f *Feed) parseTypes(q *feedQuery, v string) error {
 		s = strings.TrimSpace(s)
 		p, ok := ParsePattern(s, names)
 		if !ok {
+			p, ok = ParseKindPattern(s, f.Kinds)
+		}
+		if !ok {
 			return apierrors.InvalidRequest("types: %q is not an event type (such as %s, or %s.* for all of its types)", excerpt.Cut(s, 64), Type(names[0], Created), TypeName(names[0]))
 		}
 		switch prefix, wildcard := strings.CutSuffix(string(p), "*"); {
@@ -183,6 +195,11 @@ func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool
 			readable = append(readable, r.Name)
 		}
 	}
+	for _, k := range f.Kinds {
+		if t.HasScope(k.ReadScope) && (q.all || slices.Contains(q.prefixes, TypeName(k.Resource)) || slices.ContainsFunc(q.types, func(typ string) bool { return strings.HasPrefix(typ, TypeName(k.Resource)+".") })) {
+			readable = append(readable, k.Resource)
+		}
+	}
 	if len(readable) == 0 {
 		return nil, false
 	}
@@ -194,6 +211,11 @@ func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool
 		for _, r := range f.Registry.Resources() {
 			if slices.Contains(q.prefixes, TypeName(r.Name)) {
 				resources = append(resources, r.Name)
+			}
+		}
+		for _, k := range f.Kinds {
+			if slices.Contains(q.prefixes, TypeName(k.Resource)) {
+				resources = append(resources, k.Resource)
 			}
 		}
 		and = append(and, sq.Or{sq.Eq{"type": q.types}, sq.Eq{"resource": resources}})

@@ -86,6 +86,11 @@ func (f *Feed) oaEventSchema() *openapi.Schema {
 			names = append(names, Type(r.Name, c))
 		}
 	}
+	for _, k := range f.Kinds {
+		for _, c := range k.Changes {
+			names = append(names, Type(k.Resource, c))
+		}
+	}
 	slices.Sort(names)
 	types := make([]any, len(names))
 	for i, n := range names {

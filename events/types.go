@@ -59,3 +59,50 @@ func ParsePattern(s string, resources []string) (p Pattern, ok bool) {
 	}
 	return Pattern(s), true
 }
+
+// Kind describes events that are not the writes of a registry's resources
+// but that the same outbox keeps, the feed serves and webhooks deliver:
+// those a package appends itself (package webhook's
+// "webhook_endpoint.disabled"). Give them to Feed.Kinds; their types are
+// TypeName(Resource) and one of Changes.
+type Kind struct {
+	// Resource is the name the events are stored under (the events'
+	// resource), whose TypeName starts their types: "webhook_endpoints"
+	// gives "webhook_endpoint.disabled".
+	Resource string
+	// Changes are the changes the types name after the dot ("disabled").
+	Changes []string
+	// ReadScope is the scope a token needs to see the events, in the feed
+	// and through a webhook endpoint.
+	ReadScope string
+}
+
+// Matches reports whether p names some type of k.
+func (k Kind) Matches(p Pattern) bool {
+	if p == "*" {
+		return true
+	}
+	for _, c := range k.Changes {
+		if p.Matches(TypeName(k.Resource) + "." + c) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseKindPattern checks s against kinds and returns it as a Pattern: a
+// whole type of one of them ("webhook_endpoint.disabled") or all the types
+// of one ("webhook_endpoint.*"). ok is false for anything else, "*"
+// included (ParsePattern takes it).
+func ParseKindPattern(s string, kinds []Kind) (p Pattern, ok bool) {
+	name, change, found := strings.Cut(s, ".")
+	if !found {
+		return "", false
+	}
+	for _, k := range kinds {
+		if TypeName(k.Resource) == name && (change == "*" || slices.Contains(k.Changes, change)) {
+			return Pattern(s), true
+		}
+	}
+	return "", false
+}

@@ -190,6 +190,8 @@ func TestAuditLogOfWebhookEndpoints(t *testing.T) {
 			id := w.register(t, rc, `"quotation.*"`)
 			res := swDo(t, "PATCH", w.base+"/v1/"+w.org+"/webhook_endpoints/"+id, w.token, `{"event_types": ["quotation.created"], "status": "disabled"}`, nil)
 			require.Equal(t, http.StatusOK, res.status, res.body)
+			res = swDo(t, "POST", w.base+"/v1/"+w.org+"/webhook_endpoints/"+id+"/rotate_secret", w.token, `{"grace_seconds": 60}`, nil)
+			require.Equal(t, http.StatusOK, res.status, res.body)
 			res = swDo(t, "DELETE", w.base+"/v1/"+w.org+"/webhook_endpoints/"+id, w.token, "", nil)
 			require.Equal(t, http.StatusOK, res.status, res.body)
 			clientID := claimsOf(t, w.token)["client_id"].(string)
@@ -204,8 +206,8 @@ func TestAuditLogOfWebhookEndpoints(t *testing.T) {
 					endpoint = append(endpoint, e)
 				}
 			}
-			require.Len(t, endpoint, 3, out)
-			for i, action := range []string{"webhook_endpoint.created", "webhook_endpoint.changed", "webhook_endpoint.deleted"} {
+			require.Len(t, endpoint, 4, out)
+			for i, action := range []string{"webhook_endpoint.created", "webhook_endpoint.changed", "webhook_endpoint.secret_rotated", "webhook_endpoint.deleted"} {
 				assert.Equal(t, action, endpoint[i]["action"])
 				assert.Equal(t, map[string]any{"kind": "app", "id": clientID}, endpoint[i]["actor"])
 				assert.Equal(t, map[string]any{"kind": "webhook_endpoint", "id": id}, endpoint[i]["target"])
@@ -213,6 +215,7 @@ func TestAuditLogOfWebhookEndpoints(t *testing.T) {
 			}
 			assert.Equal(t, rc.srv.URL, endpoint[0]["details"].(map[string]any)["url"])
 			assert.Equal(t, []any{"event_types", "status"}, endpoint[1]["details"].(map[string]any)["fields"])
+			assert.Equal(t, float64(60), endpoint[2]["details"].(map[string]any)["grace_seconds"])
 		})
 	}
 }

@@ -17,10 +17,11 @@ const defaultEventRetention = 7 * 24 * time.Hour
 // history of records is kept, independently of the change feed's events.
 const defaultAuditRetention = 400 * 24 * time.Hour
 
-// newFeed returns the change feed of api's resources, on api's database,
+// newFeed returns the change feed of api's resources, and of the events
+// the webhooks append (webhook_endpoint.disabled), on api's database,
 // behind its tokens and middleware.
 func newFeed(api *resource.Registry) *events.Feed {
-	return &events.Feed{Registry: api}
+	return &events.Feed{Registry: api, Kinds: webhook.EventKinds()}
 }
 
 // apiPurge is what the purge deletes of the API: the expired idempotency

@@ -59,6 +59,12 @@ type handlerOptions struct {
 	// WebhookAllowPrivate lets webhook endpoints be at addresses that are
 	// not globally reachable (--webhook-allow-private).
 	WebhookAllowPrivate bool
+	// WebhookWake, when set, wakes the webhook dispatcher after an action
+	// of the endpoints API queued deliveries (a test, a recovery).
+	WebhookWake func()
+	// EventRetention is how long events are kept (--event-retention): a
+	// recovery may not reach further back.
+	EventRetention time.Duration
 }
 
 // newHandlerWith returns the routes of newHandler with what opts adds: from
@@ -73,7 +79,10 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	if api != nil {
 		api.Mount(mux)
 		newFeed(api).Mount(mux)
-		newWebhookAPI(api, opts.Sealer, opts.WebhookAllowPrivate).Mount(mux)
+		hooks := newWebhookAPI(api, opts.Sealer, opts.WebhookAllowPrivate)
+		hooks.Wake = opts.WebhookWake
+		hooks.EventRetention = opts.EventRetention
+		hooks.Mount(mux)
 		mountOpenAPI(mux, api, tokens)
 		mountProtectedResource(mux, tokens.Issuer)
 	}

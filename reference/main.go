@@ -44,6 +44,8 @@
 //	--audit-retention D      how long the history of records keeps its entries (default 9600h, 400 days)
 //	--registration MODE      who may register OAuth clients (RFC 7591): off (default), token or open
 //	--client-metadata-documents  accept clients whose client_id is the https URL of their metadata document
+//	--webhook-max-attempts N attempts of a webhook delivery before it fails for good (default 10)
+//	--webhook-backoff D      delay before a delivery's first retry, each next 4 times longer, at most 10h (default 5s)
 //
 // user remove ends a membership and user delete deletes a user with every
 // membership; both revoke at once every refresh token of the user in the

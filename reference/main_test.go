@@ -378,6 +378,13 @@ func TestParseServeFlags(t *testing.T) {
 		{name: "client metadata documents", args: []string{"--client-metadata-documents"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, ClientMetadataDocuments: true}},
 		{name: "client metadata documents from the environment", env: map[string]string{"WAYBILL_CLIENT_METADATA_DOCUMENTS": "true"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, ClientMetadataDocuments: true}},
 		{name: "no webhook timeout", args: []string{"--webhook-timeout", "0s"}, wantErr: "--webhook-timeout must be positive"},
+		{name: "webhook retry schedule", args: []string{"--webhook-max-attempts", "2", "--webhook-backoff", "100ms"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, WebhookMaxAttempts: 2, WebhookBackoff: 100 * time.Millisecond}},
+		{name: "webhook retry schedule environment", env: map[string]string{"WAYBILL_WEBHOOK_MAX_ATTEMPTS": "1", "WAYBILL_WEBHOOK_BACKOFF": "1m"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, WebhookMaxAttempts: 1, WebhookBackoff: time.Minute}},
+		{name: "no webhook attempts", args: []string{"--webhook-max-attempts", "0"}, wantErr: "--webhook-max-attempts must be at least 1, not 0"},
+		{name: "negative webhook attempts", args: []string{"--webhook-max-attempts", "-3"}, wantErr: "--webhook-max-attempts must be at least 1, not -3"},
+		{name: "no webhook backoff", args: []string{"--webhook-backoff", "0s"}, wantErr: "--webhook-backoff must be positive, not 0s"},
+		{name: "negative webhook backoff", args: []string{"--webhook-backoff", "-5s"}, wantErr: "--webhook-backoff must be positive"},
+		{name: "bad webhook backoff", env: map[string]string{"WAYBILL_WEBHOOK_BACKOFF": "soon"}, wantErr: "WAYBILL_WEBHOOK_BACKOFF"},
 		{name: "no event retention", args: []string{"--event-retention", "0s"}, wantErr: "--event-retention must be positive"},
 		{name: "audit retention", args: []string{"--audit-retention", "720h"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, AuditRetention: 720 * time.Hour}},
 		{name: "audit retention environment", env: map[string]string{"WAYBILL_AUDIT_RETENTION": "48h"}, want: serveConfig{Addr: "127.0.0.1:8080", DatabaseURL: defaultDatabaseURL, Limits: defaultLimits, DBMaxConns: defaultDBMaxConns, DBTimeout: defaultDBTimeout, RefreshMaxAge: oauth.DefaultRefreshMaxAge, PurgeInterval: defaultPurgeInterval, AuditRetention: 48 * time.Hour}},
@@ -406,6 +413,12 @@ func TestParseServeFlags(t *testing.T) {
 			}
 			if tt.want.WebhookTimeout == 0 {
 				tt.want.WebhookTimeout = defaultWebhookTimeout
+			}
+			if tt.want.WebhookMaxAttempts == 0 {
+				tt.want.WebhookMaxAttempts = defaultWebhookMaxAttempts
+			}
+			if tt.want.WebhookBackoff == 0 {
+				tt.want.WebhookBackoff = defaultWebhookBackoff
 			}
 			if tt.want.Registration == "" {
 				tt.want.Registration = "off"

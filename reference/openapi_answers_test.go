@@ -322,6 +322,12 @@ func (w *oavWorld) feedAndWebhooks(t *testing.T) []string {
 	oavWant(t, w.call(t, "PATCH", endpoint, w.token, `{"event_types":["account.*","quotation.*"]}`, "If-Match", got.header.Get("ETag")), 200)
 	oavWant(t, w.call(t, "PATCH", endpoint, w.token, `{"status":"paused"}`), 400)
 	oavWant(t, w.call(t, "PATCH", endpoint, w.token, `{"filter":["total_packages:gt:1"]}`), 400)
+	oavWant(t, w.call(t, "POST", endpoint+"/rotate_secret", w.token, `{"grace_seconds":60}`), 200)
+	oavWant(t, w.call(t, "POST", endpoint+"/rotate_secret", w.token, `{"grace_seconds":-1}`), 400)
+	oavWant(t, w.call(t, "POST", endpoint+"/test", w.token, ""), 202)
+	oavWant(t, w.call(t, "POST", endpoint+"/test", w.token, `{"x":1}`), 400)
+	oavWant(t, w.call(t, "POST", endpoint+"/recover", w.token, `{"since":"`+time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)+`"}`), 202)
+	oavWant(t, w.call(t, "POST", endpoint+"/recover", w.token, `{"since":"yesterday"}`), 400)
 	oavWant(t, w.call(t, "POST", "/v1/"+w.branch+"/accounts", w.token, `{"company_name":"Hooked"}`), 201)
 	// The page is polled unchecked until the delivery is there: an empty
 	// page answers "data": null today, which the document rightly does not
@@ -345,7 +351,8 @@ func (w *oavWorld) feedAndWebhooks(t *testing.T) []string {
 	return []string{"listEvents 200", "listEvents 400", "createWebhookEndpoint 201", "createWebhookEndpoint 400",
 		"listWebhookEndpoints 200", "getWebhookEndpoint 200", "updateWebhookEndpoint 200", "updateWebhookEndpoint 400",
 		"listWebhookDeliveries 200", "listWebhookDeliveries 400", "redeliverWebhookDelivery 202", "deleteWebhookEndpoint 200",
-		"getWebhookEndpoint 404"}
+		"getWebhookEndpoint 404", "rotateWebhookSecret 200", "rotateWebhookSecret 400",
+		"testWebhookEndpoint 202", "testWebhookEndpoint 400", "recoverWebhookEvents 202", "recoverWebhookEvents 400"}
 }
 
 // limited are the 429 answers of a second server on the database with

@@ -92,6 +92,12 @@ type serveConfig struct {
 	WebhookAllowPrivate bool
 	// WebhookTimeout bounds one attempt of a webhook delivery.
 	WebhookTimeout time.Duration
+	// WebhookMaxAttempts is how many attempts a webhook delivery gets
+	// before it fails for good (and its endpoint may be disabled).
+	WebhookMaxAttempts int
+	// WebhookBackoff is the delay before the first retry of a webhook
+	// delivery; each next one is 4 times longer, capped at 10 hours.
+	WebhookBackoff time.Duration
 	// Registration says who may register clients through Dynamic Client
 	// Registration: "off" (the default), "token" (holders of an initial
 	// access token from "waybill admin registration-token create") or
@@ -131,6 +137,8 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints be at addresses that are not globally reachable: loopback, private, link-local and the other special-purpose ranges (refused otherwise, so that no organization reaches this server's network); for tests and private deployments")
 	fs.StringVar(&cfg.Registration, "registration", "off", "who may register OAuth clients at POST /auth/v1/oauth/register (Dynamic Client Registration, RFC 7591), `mode`: off (nobody; the endpoint answers 404), token (holders of an initial access token from \"waybill admin registration-token create\") or open (anyone, rate limited per address); registered clients get the authorization-code grant alone")
 	fs.DurationVar(&cfg.WebhookTimeout, "webhook-timeout", defaultWebhookTimeout, "longest one attempt of a webhook delivery may take (connecting, sending, the receiver's answer) before it counts as failed; a replica that dies mid-delivery leaves it to the others after six times this")
+	fs.IntVar(&cfg.WebhookMaxAttempts, "webhook-max-attempts", defaultWebhookMaxAttempts, "how many `attempts` a webhook delivery gets before it fails for good; an endpoint whose delivery fails them all while nothing else reaches it is disabled")
+	fs.DurationVar(&cfg.WebhookBackoff, "webhook-backoff", defaultWebhookBackoff, "delay before the first retry of a failed webhook delivery; each next one is 4 times longer (with ±20% jitter), capped at 10h: the default spans about a day with 10 attempts")
 	fs.BoolVar(&cfg.ClientMetadataDocuments, "client-metadata-documents", false, "accept, as a public client, a client_id that is the https URL of its client metadata document (OAuth Client ID Metadata Document): the document is fetched at that URL (at most 5 KiB within 5 seconds, no redirects, not from addresses that are not globally reachable unless --webhook-allow-private) and cached as its Cache-Control says, from 5 minutes to 24 hours; the consent page names the client with the host of its URL")
 	if err := parseFlags(fs, args, getenv, help); err != nil {
 		return serveConfig{}, err
@@ -140,6 +148,12 @@ func parseServeFlags(args []string, getenv func(string) string, help io.Writer) 
 	}
 	if cfg.WebhookTimeout <= 0 {
 		return serveConfig{}, fmt.Errorf("serve: --webhook-timeout must be positive, not %v", cfg.WebhookTimeout)
+	}
+	if cfg.WebhookMaxAttempts < 1 {
+		return serveConfig{}, fmt.Errorf("serve: --webhook-max-attempts must be at least 1, not %d", cfg.WebhookMaxAttempts)
+	}
+	if cfg.WebhookBackoff <= 0 {
+		return serveConfig{}, fmt.Errorf("serve: --webhook-backoff must be positive, not %v", cfg.WebhookBackoff)
 	}
 	if cfg.EventRetention <= 0 {
 		return serveConfig{}, fmt.Errorf("serve: --event-retention must be positive, not %v", cfg.EventRetention)
@@ -313,10 +327,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	}()
 	rest := limits.REST()
 	api.Middleware, api.ChargeExtra = rest.Wrap, rest.ChargeMore
+	dispatcher := newDispatcher(api, sealer, cfg.WebhookAllowPrivate, cfg.WebhookTimeout,
+		retrySchedule{maxAttempts: cfg.WebhookMaxAttempts, firstDelay: cfg.WebhookBackoff}, metrics, logger)
 
 	srv := &http.Server{
 		Handler: newHandlerWith(db, tokens, api, handlerOptions{Limits: limits, Metrics: metrics, Logger: logger, DBTimeout: cfg.DBTimeout,
-			Sealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate}),
+			Sealer: sealer, WebhookAllowPrivate: cfg.WebhookAllowPrivate, WebhookWake: dispatcher.Wake, EventRetention: cfg.EventRetention}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -341,7 +357,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	// stopped after the server has drained and before the database is
 	// closed (deferred after its Close).
 	defer startCutOffs(ctx, cutoffs, logger)()
-	defer startDispatcher(ctx, newDispatcher(api, sealer, cfg.WebhookAllowPrivate, cfg.WebhookTimeout, metrics, logger), api, metrics, logger)()
+	defer startDispatcher(ctx, dispatcher, api, metrics, logger)()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer startPurges(ctx, tokens, apiPurge{api, cfg.EventRetention, cfg.AuditRetention}, cfg.PurgeInterval, logger)()

@@ -33,11 +33,29 @@ const defaultWebhookTimeout = 10 * time.Second
 // delivery after this long.
 const leasesPerTimeout = 6
 
+// The defaults of --webhook-max-attempts and --webhook-backoff.
+const (
+	defaultWebhookMaxAttempts = 10
+	defaultWebhookBackoff     = webhook.DefaultRetryDelay
+)
+
+// retrySchedule is the retry schedule of webhook deliveries: how many
+// attempts a delivery gets, and the delay before the first retry (each
+// next one 4 times longer, capped at 10 hours).
+type retrySchedule struct {
+	maxAttempts int
+	firstDelay  time.Duration
+}
+
 // newDispatcher returns the dispatcher of the webhooks of api's database,
-// each attempt bounded by timeout, reporting to m (when not nil).
-func newDispatcher(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool, timeout time.Duration, m *metrics, logger *slog.Logger) *webhook.Dispatcher {
+// each attempt bounded by timeout, retried on schedule, reporting to m
+// (when not nil).
+func newDispatcher(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool, timeout time.Duration, schedule retrySchedule, m *metrics, logger *slog.Logger) *webhook.Dispatcher {
 	d := &webhook.Dispatcher{DB: api.DB, Dialect: api.Dialect, Guard: webhook.Guard{AllowPrivate: allowPrivate}, Audit: true, Logger: logger,
-		Timeout: timeout, Lease: leasesPerTimeout * timeout}
+		Timeout: timeout, Lease: leasesPerTimeout * timeout, MaxAttempts: schedule.maxAttempts, RetryDelay: schedule.firstDelay}
+	if ps := api.PathPrefixes(); len(ps) > 0 {
+		d.PathPrefix = ps[0]
+	}
 	if sealer != nil {
 		d.Sealer = sealer
 	}

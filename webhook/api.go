@@ -71,6 +71,15 @@ type API struct {
 	// MaxEndpoints is how many endpoints one organization may have; 0
 	// means DefaultMaxEndpoints.
 	MaxEndpoints int
+	// Wake, when set, is called after an action queued deliveries (a test
+	// event, a recovery), so that they leave at once rather than at the
+	// dispatcher's next poll: a server gives its Dispatcher.Wake.
+	Wake func()
+	// EventRetention is how long the events are kept (the retention the
+	// server purges them with): a recovery may not start further back. 0:
+	// once retention has removed some of an organization's events, a
+	// recovery may not start before the oldest event kept.
+	EventRetention time.Duration
 	// Audit records the creation, change and deletion of endpoints in the
 	// organization's audit log (package audit; its table must exist, see
 	// auditdb.Migrate), in the transaction of each write.
@@ -128,6 +137,12 @@ func (a *API) Mount(mux *http.ServeMux) {
 		mux.Handle("DELETE "+item, wrap(a.delete))
 		mux.Handle("GET "+deliveries, wrap(a.listDeliveries))
 		mux.Handle("POST "+redeliver, wrapWrite(a.redeliver))
+		mux.Handle("POST "+item+"/"+actionRotate, wrapWrite(a.rotateSecret))
+		mux.Handle(item+"/"+actionRotate, a.methodNotAllowed("POST"))
+		mux.Handle("POST "+item+"/"+actionTest, wrapWrite(a.sendTest))
+		mux.Handle(item+"/"+actionTest, a.methodNotAllowed("POST"))
+		mux.Handle("POST "+item+"/"+actionRecover, wrapWrite(a.recoverEvents))
+		mux.Handle(item+"/"+actionRecover, a.methodNotAllowed("POST"))
 		mux.Handle(collection, a.methodNotAllowed("GET", "HEAD", "POST"))
 		mux.Handle(item, a.methodNotAllowed("GET", "HEAD", "PATCH", "DELETE"))
 		mux.Handle(deliveries, a.methodNotAllowed("GET", "HEAD"))

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -70,22 +69,24 @@ func (a *API) checkScope(t tenancy.Tenant, p string) error {
 		return apierrors.InsufficientScope("", "the event type * needs the read scope of at least one resource (svc:<resource>:read); the token has none")
 	}
 	name, _, _ := strings.Cut(p, ".")
-	for _, r := range a.Registry.Resources() {
-		if events.TypeName(r.Name) == name && !t.HasScope(r.ReadScope()) {
-			return apierrors.InsufficientScope(r.ReadScope(), "the event type %s needs the scope %s", p, r.ReadScope())
+	for _, r := range a.readables() {
+		if r.typeName == name && !t.HasScope(r.scope) {
+			return apierrors.InsufficientScope(r.scope, "the event type %s needs the scope %s", p, r.scope)
 		}
 	}
 	return nil
 }
 
 // grant returns what the token of t may read: the names of the resources
-// whose read scope it has, and its branches for a client-credentials
-// token (nil, every branch, for an authorization-code token).
+// whose read scope it has (and webhook_endpoints, the resource of the
+// events of EventKinds, with ScopeRead), and its branches for a
+// client-credentials token (nil, every branch, for an authorization-code
+// token).
 func (a *API) grant(t tenancy.Tenant) (resources, branches []string) {
 	resources = []string{}
-	for _, r := range a.Registry.Resources() {
-		if t.HasScope(r.ReadScope()) {
-			resources = append(resources, r.Name)
+	for _, r := range a.readables() {
+		if t.HasScope(r.scope) {
+			resources = append(resources, r.name)
 		}
 	}
 	if t.Claims.ClientCredentials() {
@@ -174,19 +175,19 @@ func (a *API) endpointFor(ctx context.Context, q eventstore.Querier, t tenancy.T
 // could not read.
 func (a *API) checkCovers(t tenancy.Tenant, eventTypes, grantResources []string) error {
 	var missing, what []string
-	for _, r := range a.Registry.Resources() {
-		if !slices.Contains(grantResources, r.Name) || t.HasScope(r.ReadScope()) {
+	for _, r := range a.readables() {
+		if !slices.Contains(grantResources, r.name) || t.HasScope(r.scope) {
 			continue
 		}
 		var types []string
 		for _, p := range eventTypes {
-			if name, _, _ := strings.Cut(p, "."); p == "*" || name == events.TypeName(r.Name) {
+			if name, _, _ := strings.Cut(p, "."); p == "*" || name == r.typeName {
 				types = append(types, p)
 			}
 		}
-		if len(types) > 0 {
-			missing = append(missing, r.ReadScope())
-			what = append(what, r.Name+" ("+strings.Join(types, ", ")+")")
+		if len(types) > 0 && !slices.Contains(missing, r.scope) {
+			missing = append(missing, r.scope)
+			what = append(what, r.name+" ("+strings.Join(types, ", ")+")")
 		}
 	}
 	if len(missing) == 0 {

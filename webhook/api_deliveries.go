@@ -99,7 +99,7 @@ type deliveryFilter struct {
 // their attempts.
 func (a *API) readDeliveries(ctx context.Context, q eventstore.Querier, f deliveryFilter) ([]*deliveryView, error) {
 	d := a.Registry.Dialect
-	b := sq.Select("d.id", "d.event_id", "e.type", "d.status", "d.next_attempt_at", "d.created_at").
+	b := sq.Select("d.id", "d.event_id", "coalesce(d.event_type, e.type)", "d.status", "d.next_attempt_at", "d.created_at").
 		From(deliveriesTable + " d").
 		LeftJoin(eventsTable + " e ON e.organization_id = d.organization_id AND e.seq = d.event_seq").
 		Where(sq.Eq{"d.organization_id": f.org, "d.endpoint_id": f.endpointID})
@@ -306,7 +306,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 		if err := a.checkCovers(t, ep.EventTypes, ep.grantResources); err != nil {
 			return err
 		}
-		b := sq.Select("event_seq").From(deliveriesTable).
+		b := sq.Select("event_seq", "body IS NOT NULL").From(deliveriesTable).
 			Where(sq.Eq{"organization_id": t.OrganizationID, "endpoint_id": id, "id": deliveryID})
 		if d == query.Postgres {
 			b = b.Suffix("FOR UPDATE")
@@ -315,8 +315,11 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return apierrors.Internal(err)
 		}
-		var seq int64
-		switch err := tx.QueryRowContext(ctx, text, args...).Scan(&seq); {
+		var (
+			seq int64
+			own bool // a test: the delivery carries its event
+		)
+		switch err := tx.QueryRowContext(ctx, text, args...).Scan(&seq, &own); {
 		case errors.Is(err, sql.ErrNoRows):
 			return noDelivery
 		case err != nil:
@@ -330,7 +333,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 		if err := tx.QueryRowContext(ctx, text, args...).Scan(&n); err != nil {
 			return dbError("read event", err)
 		}
-		if n == 0 {
+		if n == 0 && !own {
 			return apierrors.Conflict("the event of this delivery is no longer kept (retention removed it), so it cannot be sent again")
 		}
 		now := d.Timestamp(a.now())
@@ -357,6 +360,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return a.failedWrite(w, r, err)
 	}
+	a.wake()
 	send(w, ans)
 	return nil
 }

@@ -56,7 +56,11 @@ type endpointView struct {
 	ClientID       string   `json:"client_id"`
 	CreatedAt      jsonTime `json:"created_at"`
 	UpdatedAt      jsonTime `json:"updated_at"`
-	// Secret is set in the answer of POST only.
+	// PreviousSecretExpiresAt is, after a rotation of the secret, when the
+	// previous secret stops signing deliveries; null when it no longer
+	// does (or was never rotated).
+	PreviousSecretExpiresAt *jsonTime `json:"previous_secret_expires_at"`
+	// Secret is set in the answers of POST and rotate_secret only.
 	Secret string `json:"secret,omitempty"`
 
 	reason         string            // disabled_reason as stored
@@ -67,7 +71,7 @@ type endpointView struct {
 
 // endpointColumns are the columns scanEndpoint reads.
 var endpointColumns = []string{"id", "url", "event_types", "branch_ids", "status", "disabled_reason", "client_id", "created_at", "updated_at",
-	"grant_resources", "cut_off_at", "filter", "rate_limit"}
+	"grant_resources", "cut_off_at", "filter", "rate_limit", "previous_secret_until"}
 
 // scanEndpoint reads a row of endpointColumns.
 func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
@@ -78,8 +82,9 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
 		created, updated, cutOff any
 		filter                   *string
 		rateLimit                sql.NullInt64
+		previousUntil            any
 	)
-	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated, &grant, &cutOff, &filter, &rateLimit); err != nil {
+	if err := row.Scan(&ep.ID, &ep.URL, &types, &branches, &ep.Status, &ep.reason, &ep.ClientID, &created, &updated, &grant, &cutOff, &filter, &rateLimit, &previousUntil); err != nil {
 		return nil, err
 	}
 	errs := []error{json.Unmarshal([]byte(types), &ep.EventTypes), json.Unmarshal([]byte(grant), &ep.grantResources)}
@@ -98,6 +103,13 @@ func scanEndpoint(row interface{ Scan(...any) error }) (*endpointView, error) {
 		at, err := query.ScanTimestamp(cutOff)
 		errs = append(errs, err)
 		ep.cutOffAt = &at
+	}
+	if previousUntil != nil {
+		at, err := query.ScanTimestamp(previousUntil)
+		errs = append(errs, err)
+		if at.After(time.Now()) {
+			ep.PreviousSecretExpiresAt = timePtr(at)
+		}
 	}
 	c, err := query.ScanTimestamp(created)
 	errs = append(errs, err)
@@ -279,8 +291,12 @@ func (a *API) parsePatterns(types []string, refuse refusal) ([]string, error) {
 	}
 	names := a.resourceNames()
 	for _, s := range types {
-		if _, ok := events.ParsePattern(s, names); !ok {
-			return nil, refuse("event_types: %q is not an event type: give <resource>.<change> (as quotation.created), <resource>.* or *", excerpt.Cut(s, 64))
+		_, ok := events.ParsePattern(s, names)
+		if !ok {
+			_, ok = events.ParseKindPattern(s, EventKinds())
+		}
+		if !ok {
+			return nil, refuse("event_types: %q is not an event type: give <resource>.<change> (as quotation.created), <resource>.*, %s, or *", excerpt.Cut(s, 64), EndpointDisabledType)
 		}
 	}
 	return dedupe(types), nil
@@ -416,10 +432,15 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 // organization, or is not a UUID.
 func errNoEndpoint() error { return apierrors.NotFound("no webhook endpoint with this id") }
 
+// selectEndpoint selects the endpointColumns of the endpoint id.
+func selectEndpoint(id string) sq.SelectBuilder {
+	return sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"id": id})
+}
+
 // findEndpoint reads the endpoint id of org, locked for update on
 // PostgreSQL when forUpdate.
 func (a *API) findEndpoint(ctx context.Context, q eventstore.Querier, org, id string, forUpdate bool) (*endpointView, error) {
-	b := sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": org, "id": id})
+	b := selectEndpoint(id).Where(sq.Eq{"organization_id": org})
 	if forUpdate && a.Registry.Dialect == query.Postgres {
 		b = b.Suffix("FOR UPDATE")
 	}

@@ -98,4 +98,7 @@ func ExampleAPI_OpenAPI() {
 	// PATCH  /v1/{organizationId}/webhook_endpoints/{id} [svc:webhooks:write]
 	// POST   /v1/{organizationId}/webhook_endpoints [svc:webhooks:write]
 	// POST   /v1/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver [svc:webhooks:write]
+	// POST   /v1/{organizationId}/webhook_endpoints/{id}/recover [svc:webhooks:write]
+	// POST   /v1/{organizationId}/webhook_endpoints/{id}/rotate_secret [svc:webhooks:write]
+	// POST   /v1/{organizationId}/webhook_endpoints/{id}/test [svc:webhooks:write]
 }

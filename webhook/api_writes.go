@@ -28,9 +28,9 @@ import (
 // the key 422 idempotency_key_reused. Either is a request like any other
 // for Middleware, which runs first: a rate limit counts it and may refuse
 // it.
-// The stored answer of a create leaves the signing secret out: a replay
-// reads it from the endpoint again, so the secret is kept sealed in one
-// place only. The keys live in the table of package resource
+// The stored answer of a create or of a rotation of the secret leaves the
+// signing secret out: a replay reads it from the endpoint again (the
+// current secret), so the secret is kept sealed in one place only. The keys live in the table of package resource
 // (waybill_idempotency_keys), which Migrate creates.
 //
 // Every answer with one endpoint carries a strong ETag of the endpoint as
@@ -56,8 +56,13 @@ func (a *API) idempotent(next http.Handler) http.Handler {
 	return idempotency.Middleware(idempotency.Options{
 		Limit: MaxBodyBytes,
 		Fingerprint: func(r *http.Request, body []byte) string {
-			return idempotency.Fingerprint(body, r.Method, "webhook_endpoints", tenant(r).OrganizationID,
-				r.PathValue("id"), r.PathValue("delivery_id"))
+			parts := []string{r.Method, "webhook_endpoints", tenant(r).OrganizationID, r.PathValue("id"), r.PathValue("delivery_id")}
+			if act := action(r); act != "" {
+				// The actions of one endpoint share its id: the action
+				// tells their requests apart.
+				parts = append(parts, act)
+			}
+			return idempotency.Fingerprint(body, parts...)
 		},
 		Lookup: func(r *http.Request, key string) (*idempotency.Answer, error) {
 			return a.idempotencyStore().Lookup(r.Context(), a.Registry.DB, idempotency.OwnerOf(tenant(r)), key)
@@ -87,11 +92,13 @@ func (a *API) remember(ctx context.Context, tx *sql.Tx, r *http.Request, ans *id
 
 // replay answers a request whose Idempotency-Key has the stored answer
 // ans: ans again when the request is the one it answered (the answer of a
-// create with the endpoint's secret read again); else it writes nothing
+// create or a rotation with the endpoint's secret read again); else it writes nothing
 // and returns the error to answer, the 422 of a key used for another
 // request.
 func (a *API) replay(w http.ResponseWriter, r *http.Request, k *idempotency.Keyed, ans *idempotency.Answer) error {
-	if ans.Fingerprint == k.Fingerprint && r.PathValue("id") == "" && ans.Status == http.StatusCreated {
+	created := r.PathValue("id") == "" && ans.Status == http.StatusCreated
+	rotated := action(r) == actionRotate && ans.Status == http.StatusOK
+	if ans.Fingerprint == k.Fingerprint && (created || rotated) {
 		withSecret, err := a.withSecret(r, ans)
 		if err != nil {
 			return apierrors.Internal(err)

@@ -19,11 +19,29 @@ const (
 // 80 s, 5 min 20 s, 21 min 20 s, 1 h 25 min, 5 h 41 min, then 10 h; the
 // nine delays between ten attempts add up to about 27 hours, so a
 // delivery is tried for about a day before it fails for good.
-func DefaultBackoff(attempt int) time.Duration {
-	delay := backoffBase
-	for i := 1; i < attempt && delay < backoffCap; i++ {
-		delay *= backoffFactor
+func DefaultBackoff(attempt int) time.Duration { return ExponentialBackoff(backoffBase)(attempt) }
+
+// DefaultRetryDelay is the delay before the first retry of DefaultBackoff.
+const DefaultRetryDelay = backoffBase
+
+// MaxRetryDelay caps every delay of ExponentialBackoff (before jitter).
+const MaxRetryDelay = backoffCap
+
+// ExponentialBackoff returns the schedule whose first retry comes first
+// after the first failed attempt and each next one 4 times later, capped
+// at MaxRetryDelay, each times a random jitter in [0.8, 1.2):
+// ExponentialBackoff(DefaultRetryDelay) is DefaultBackoff. A first that is
+// not positive is DefaultRetryDelay.
+func ExponentialBackoff(first time.Duration) func(attempt int) time.Duration {
+	if first <= 0 {
+		first = DefaultRetryDelay
 	}
-	delay = min(delay, backoffCap)
-	return time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64()))
+	return func(attempt int) time.Duration {
+		delay := min(first, backoffCap)
+		for i := 1; i < attempt && delay < backoffCap; i++ {
+			delay *= backoffFactor
+		}
+		delay = min(delay, backoffCap)
+		return time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64()))
+	}
 }

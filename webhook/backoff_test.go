@@ -41,3 +41,30 @@ func TestOutcomeString(t *testing.T) {
 		assert.Equal(t, s, o.String())
 	}
 }
+
+func TestExponentialBackoff(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		first time.Duration
+		want  []time.Duration // without jitter, attempts 1, 2, ...
+	}{
+		{"100ms", 100 * time.Millisecond, []time.Duration{100 * time.Millisecond, 400 * time.Millisecond, 1600 * time.Millisecond, 6400 * time.Millisecond}},
+		{"1h", time.Hour, []time.Duration{time.Hour, 4 * time.Hour, 10 * time.Hour, 10 * time.Hour}},
+		{"above the cap", 20 * time.Hour, []time.Duration{10 * time.Hour, 10 * time.Hour}},
+		{"zero is the default", 0, []time.Duration{5 * time.Second, 20 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := webhook.ExponentialBackoff(tt.first)
+			for i, base := range tt.want {
+				for range 50 {
+					got := b(i + 1)
+					require.GreaterOrEqual(t, got, base*8/10, "attempt %d", i+1)
+					require.Less(t, got, base*12/10, "attempt %d", i+1)
+				}
+			}
+		})
+	}
+}

@@ -100,9 +100,15 @@ func (o Outcome) String() string {
 // delivery per enabled endpoint of its organization that wants it (by
 // event type, branch and the grant of the endpoint). A replica then claims
 // due deliveries under a lease, posts them, and records the attempt. A
-// failed attempt is retried after Backoff; after MaxAttempts attempts the
-// delivery fails for good, and its endpoint is disabled unless another
-// delivery to it succeeded meanwhile. The deliveries of one record reach
+// failed attempt is retried after Backoff (ExponentialBackoff(RetryDelay)
+// unless set); after MaxAttempts attempts the delivery fails for good, and
+// its endpoint is disabled unless another delivery to it succeeded
+// meanwhile, with a webhook_endpoint.disabled event appended to its
+// organization's feed in the same transaction (see EventKinds). A
+// delivery that carries its own event (a webhook.test) gets one attempt,
+// which never disables the endpoint. Every delivery is signed with the
+// endpoint's secret and, during the grace of a rotation, with the
+// previous one too. The deliveries of one record reach
 // an endpoint in the order of its events: a delivery waits while an
 // earlier delivery of the same record to the same endpoint is pending.
 // The deliveries of a disabled endpoint wait, pending, until it is enabled
@@ -146,8 +152,12 @@ type Dispatcher struct {
 	// Now returns the current time; nil is time.Now.
 	Now func() time.Time
 	// Backoff returns the delay after the attempt-th failed attempt of a
-	// delivery (from 1); nil is DefaultBackoff.
+	// delivery (from 1); nil is ExponentialBackoff(RetryDelay).
 	Backoff func(attempt int) time.Duration
+	// RetryDelay is the delay before the first retry when Backoff is nil;
+	// each next one is 4 times longer, capped at 10 hours (see
+	// ExponentialBackoff). 0 is 5 seconds (DefaultBackoff).
+	RetryDelay time.Duration
 	// MaxAttempts is how many attempts a delivery gets before it fails for
 	// good; 0 is 10, which spans about a day with DefaultBackoff.
 	MaxAttempts int
@@ -164,6 +174,10 @@ type Dispatcher struct {
 	// means slog.Default, as for the module's other parts. Secrets and
 	// signatures are never logged.
 	Logger *slog.Logger
+	// PathPrefix is the first prefix of the API's paths (the endpoints
+	// API's), which starts the source of the webhook_endpoint.disabled
+	// events the dispatcher appends; "" is /v1.
+	PathPrefix string
 	// Observe, when not nil, is called with the outcome of every attempt
 	// and with Disabled when an endpoint is disabled, for metrics. It must
 	// be safe for concurrent use.
@@ -216,7 +230,7 @@ func (d *Dispatcher) backoff(attempt int) time.Duration {
 	if d.Backoff != nil {
 		return d.Backoff(attempt)
 	}
-	return DefaultBackoff(attempt)
+	return ExponentialBackoff(d.RetryDelay)(attempt)
 }
 
 func (d *Dispatcher) logger() *slog.Logger {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -107,10 +108,12 @@ func (e *fanEvent) body() *eventData {
 	return e.data
 }
 
-// wants reports whether the endpoint gets a delivery of e: by its after
-// sequence, the grant, its event types, its branches and its filter. It
-// is the one place that decides; whatever sends an endpoint events (the
-// fan-out, a recovery of past events) asks it.
+// wants reports whether the endpoint gets a delivery of e: after its
+// creation (afterSeq), of its grant's resources and branches, of its event
+// types and branches, and passing its filter. It is the one place where
+// that is decided, for the fan-out of new events and for a recovery (API
+// recover) alike: a new condition of an endpoint on its events belongs
+// here.
 func (ep *subscription) wants(e *fanEvent) bool {
 	if e.Seq <= ep.afterSeq || !slices.Contains(ep.grantResources, e.Resource) {
 		return false
@@ -187,8 +190,19 @@ ON CONFLICT (organization_id) DO NOTHING`), org); err != nil {
 
 // endpoints returns the enabled endpoints of org.
 func (d *Dispatcher) endpoints(ctx context.Context, tx *sql.Tx, org string) ([]subscription, error) {
-	rows, err := tx.QueryContext(ctx, d.sql(`SELECT id, event_types, branch_ids, grant_resources, grant_branches, after_seq, filter
-FROM waybill_webhook_endpoints WHERE organization_id = ? AND status = 'enabled'`), org)
+	return readSubscriptions(ctx, tx, d.Dialect, d.logger(), sq.Eq{"organization_id": org, "status": statusEnabled})
+}
+
+// readSubscriptions returns what the fan-out needs of the endpoints where
+// selects. An endpoint whose settings cannot be read is left out and
+// logged: it gets nothing rather than too much.
+func readSubscriptions(ctx context.Context, q eventstore.Querier, dialect query.Dialect, logger *slog.Logger, where sq.Sqlizer) ([]subscription, error) {
+	text, args, err := dialect.SQL(sq.Select("id", "event_types", "branch_ids", "grant_resources", "grant_branches", "after_seq", "filter").
+		From(endpointsTable).Where(where))
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.QueryContext(ctx, text, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +240,7 @@ FROM waybill_webhook_endpoints WHERE organization_id = ? AND status = 'enabled'`
 		}
 		if err := errors.Join(typesErr, resErr, brErr, grBrErr, filterErr); err != nil {
 			// It gets nothing rather than too much.
-			d.logger().Error("webhook: an endpoint's settings cannot be read; it gets no events", "endpoint", ep.id, "error", err)
+			logger.Error("webhook: an endpoint's settings cannot be read; it gets no events", "endpoint", ep.id, "error", err)
 			continue
 		}
 		for _, t := range typeList {

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
 
@@ -33,22 +34,31 @@ type result struct {
 // nothing was recorded.
 func (d *Dispatcher) deliver(ctx context.Context, j job) (Outcome, error) {
 	var (
-		rawURL, keyID string
-		sealed        []byte
-		event         sql.NullString
-		rateLimit     sql.NullInt64
-		rateNext      any
+		rawURL, keyID, previousKeyID string
+		sealed, previous             []byte
+		previousUntil                any
+		event, own                   sql.NullString
+		rateLimit                    sql.NullInt64
+		rateNext                     any
 	)
-	err := d.DB.QueryRowContext(ctx, d.sql(`SELECT p.url, p.secret, p.secret_key_id, e.body, p.rate_limit, p.rate_next FROM waybill_webhook_endpoints p
-LEFT JOIN waybill_events e ON e.organization_id = ? AND e.seq = ? WHERE p.id = ?`), j.org, j.seq, j.endpointID).
-		Scan(&rawURL, &sealed, &keyID, &event, &rateLimit, &rateNext)
+	// A delivery of a test event carries the event (own); the others read
+	// theirs from the events table.
+	err := d.DB.QueryRowContext(ctx, d.sql(`SELECT p.url, p.secret, p.secret_key_id, p.previous_secret, p.previous_secret_key_id, p.previous_secret_until,
+	x.body, e.body, p.rate_limit, p.rate_next
+FROM waybill_webhook_deliveries x JOIN waybill_webhook_endpoints p ON p.id = x.endpoint_id
+LEFT JOIN waybill_events e ON e.organization_id = x.organization_id AND e.seq = x.event_seq
+WHERE x.id = ?`), j.id).
+		Scan(&rawURL, &sealed, &keyID, &previous, &previousKeyID, &previousUntil, &own, &event, &rateLimit, &rateNext)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil // deleted, with its deliveries
 	}
 	if err != nil {
 		return 0, fmt.Errorf("webhook: read the event and the endpoint: %w", err)
 	}
-	if !event.Valid {
+	body, test := event.String, own.Valid
+	if test {
+		body = own.String
+	} else if !event.Valid {
 		return d.record(ctx, j, result{at: d.now(), err: errEventRemoved, final: true})
 	}
 	if rateLimit.Valid && rateLimit.Int64 > 0 {
@@ -62,17 +72,49 @@ LEFT JOIN waybill_events e ON e.organization_id = ? AND e.seq = ? WHERE p.id = ?
 			return 0, d.postpone(ctx, j, at)
 		}
 	}
-	body := event.String
-	secret, err := openSecret(d.Sealer, j.endpointID, sealed, keyID)
+	now := d.now()
+	secrets, err := d.secrets(j.endpointID, sealed, keyID, previous, previousKeyID, previousUntil, now)
 	var h http.Header
 	if err == nil {
-		h, err = signature.Sign(secret, j.eventID, d.now(), []byte(body))
+		h, err = signature.SignAll(secrets, j.eventID, now, []byte(body))
 	}
 	if err != nil {
 		d.logger().Error("webhook: the signing secret of an endpoint cannot be used", "endpoint", j.endpointID, "error", err)
 		return 0, d.release(ctx, j)
 	}
-	return d.record(ctx, j, d.post(ctx, rawURL, h, []byte(body)))
+	res := d.post(ctx, rawURL, h, []byte(body))
+	if test && res.err != "" {
+		// A test event gets one attempt, which never counts against the
+		// endpoint: its caller sends another when it wants.
+		res.final = true
+	}
+	return d.record(ctx, j, res)
+}
+
+// secrets returns the secrets that sign a delivery of the endpoint
+// endpointID at now: its secret and, until previousUntil (during the
+// grace of a rotation), the previous one after it.
+func (d *Dispatcher) secrets(endpointID string, sealed []byte, keyID string, previous []byte, previousKeyID string, previousUntil any, now time.Time) ([]string, error) {
+	secret, err := openSecret(d.Sealer, endpointID, sealed, keyID)
+	if err != nil {
+		return nil, err
+	}
+	secrets := []string{secret}
+	if previous == nil || previousUntil == nil {
+		return secrets, nil
+	}
+	until, err := query.ScanTimestamp(previousUntil)
+	if err != nil {
+		return nil, err
+	}
+	if !now.Before(until) {
+		return secrets, nil // the grace is over: it is forgotten
+	}
+	old, err := openSecret(d.Sealer, endpointID, previous, previousKeyID)
+	if err != nil {
+		return nil, err
+	}
+	return append(secrets, old), nil
 }
 
 // openSecret returns the signing secret of an endpoint, stored sealed by

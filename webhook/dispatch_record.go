@@ -85,13 +85,16 @@ FROM waybill_webhook_attempts WHERE delivery_id = ?`), j.id, d.Dialect.Timestamp
 	if disabled {
 		d.logger().Warn("webhook: endpoint disabled", "endpoint", j.endpointID, "delivery", j.id)
 		d.observe(Disabled)
+		d.Wake() // its event leaves at once for the endpoints that subscribe to it
 	}
 	return outcome, nil
 }
 
 // disableIfFailing disables the endpoint of j, whose delivery has just
 // failed for good after attempts attempts, unless a delivery to it
-// succeeded since the first of them.
+// succeeded since the first of them, and appends the
+// webhook_endpoint.disabled event of the endpoint to its organization's
+// feed.
 func (d *Dispatcher) disableIfFailing(ctx context.Context, tx *sql.Tx, j job, attempts int, last result) (bool, error) {
 	var at any
 	err := tx.QueryRowContext(ctx, d.sql(`SELECT at FROM waybill_webhook_attempts WHERE delivery_id = ? ORDER BY n DESC LIMIT 1 OFFSET ?`),
@@ -116,18 +119,23 @@ WHERE x.endpoint_id = ? AND a.error = '' AND a.at >= ?)`), j.endpointID, d.Diale
 	}
 	reason := fmt.Sprintf("every attempt of delivery %s (event %s) failed from %s to %s; the last: %s",
 		j.id, j.eventID, first.UTC().Format(time.RFC3339), last.at.UTC().Format(time.RFC3339), last.err)
+	now := d.now()
 	r, err := tx.ExecContext(ctx, d.sql(`UPDATE waybill_webhook_endpoints SET status = 'disabled', disabled_reason = ?, updated_at = ?
-WHERE id = ? AND status = 'enabled'`), reason, d.Dialect.Timestamp(d.now()), j.endpointID)
+WHERE id = ? AND status = 'enabled'`), reason, d.Dialect.Timestamp(now), j.endpointID)
 	if err != nil {
 		return false, err
 	}
-	n, err := r.RowsAffected()
-	if err != nil || n == 0 || !d.Audit {
-		return n > 0, err
+	if n, err := r.RowsAffected(); err != nil || n == 0 {
+		return false, err
 	}
-	err = auditdb.Append(ctx, tx, d.Dialect, &audit.Entry{
-		OrganizationID: j.org, Action: audit.WebhookEndpointDisabled, Actor: audit.Actor{Kind: audit.ActorSystem, ID: "webhook dispatcher"},
-		Target: audit.Target{Kind: "webhook_endpoint", ID: j.endpointID}, Details: map[string]any{"reason": reason},
-	})
-	return err == nil, err
+	if d.Audit {
+		if err := auditdb.Append(ctx, tx, d.Dialect, &audit.Entry{
+			OrganizationID: j.org, Action: audit.WebhookEndpointDisabled, Actor: audit.Actor{Kind: audit.ActorSystem, ID: "webhook dispatcher"},
+			Target: audit.Target{Kind: "webhook_endpoint", ID: j.endpointID}, Details: map[string]any{"reason": reason},
+		}); err != nil {
+			return false, err
+		}
+	}
+	// The organization's feed says so, in the same transaction.
+	return true, d.appendDisabled(ctx, tx, j.org, j.endpointID, now)
 }

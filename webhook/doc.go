@@ -18,10 +18,13 @@
 //     same database and they share the work under leases, so a replica
 //     that dies mid-delivery leaves its delivery to another. A failed
 //     attempt (no 2xx within the timeout) is retried with exponential
-//     backoff and jitter for about a day (DefaultBackoff); an endpoint whose
-//     delivery fails every attempt while nothing else reaches it is
-//     disabled, with the reason shown. The events of one record reach an
-//     endpoint in their order.
+//     backoff and jitter (ExponentialBackoff: by default for about a day,
+//     DefaultBackoff; Dispatcher.RetryDelay and MaxAttempts set it); an
+//     endpoint whose delivery fails every attempt while nothing else
+//     reaches it is disabled, with the reason shown, and its
+//     organization's feed gets a webhook_endpoint.disabled event (see
+//     EventKinds) in the same transaction. The events of one record reach
+//     an endpoint in their order.
 //   - DisableAppEndpoints disables the endpoints that act under an app's
 //     authority in an organization (those it registered or changed last)
 //     when the app is disconnected from it; no other app may enable them
@@ -61,6 +64,9 @@
 //	DELETE {prefix}/{organizationId}/webhook_endpoints/{id}            delete (200 with the endpoint)
 //	GET    {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries list deliveries, newest first
 //	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver (202)
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/rotate_secret   new secret (200, shown once)
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/test            send a webhook.test event (202)
+//	POST   {prefix}/{organizationId}/webhook_endpoints/{id}/recover         send a time range's events again (202)
 //
 // Every route takes an OAuth access token of the organization in the path
 // (tenancy.Middleware with tenancy.Organization): ScopeRead for GET and
@@ -87,10 +93,12 @@
 //	{"id", "url", "event_types", "branch_ids" (null: every branch),
 //	 "filter" (null: every event), "rate_limit" (null: no limit), "status",
 //	 "disabled_reason" (null while enabled), "client_id" (the app under
-//	 whose authority it acts), "created_at", "updated_at"}
+//	 whose authority it acts), "created_at", "updated_at",
+//	 "previous_secret_expires_at" (null unless a rotation's grace runs)}
 //
-// and the answer of POST alone adds "secret": the signing secret
-// ("whsec_..."), which no other answer and no log line ever shows again.
+// and the answers of POST and of rotate_secret alone add "secret": the
+// signing secret ("whsec_..."), which no other answer and no log line ever
+// shows again.
 //
 // # Rules
 //
@@ -101,8 +109,11 @@
 //     words.
 //   - event_types: 1 to MaxEventTypes patterns, each an event type of one
 //     of Resources ("quotation.created"), all the types of one
-//     ("quotation.*"), or every type ("*"); anything else is 400 naming
-//     it. They are stored as a JSON array, duplicates dropped.
+//     ("quotation.*"), or every type ("*"), or the event the dispatcher
+//     appends when it disables an endpoint (EndpointDisabledType,
+//     "webhook_endpoint.disabled", or "webhook_endpoint.*"); anything else
+//     is 400 naming it. They are stored as a JSON array, duplicates
+//     dropped.
 //   - filter: optional (absent or null: every event); when given, 1 to
 //     MaxFilterConditions conditions "field:operator:value", all of which
 //     an event must meet to be delivered, in the grammar of the list
@@ -135,8 +146,9 @@
 //     one gets each); else it stays pending, due at the next turn, and
 //     costs no attempt. It holds across replicas with or without Redis.
 //   - The token must be able to read what it subscribes to: a pattern that
-//     names a resource needs that resource's read scope, "*" at least one
-//     resource's; else 403 insufficient_scope naming the scope.
+//     names a resource needs that resource's read scope (a
+//     webhook_endpoint type ScopeRead), "*" at least one resource's; else
+//     403 insufficient_scope naming the scope.
 //   - branch_ids: optional (absent or null: every branch); when given, a
 //     non-empty list of branches of the organization (else 400). A
 //     client-credentials token may name only its own branches, and one
@@ -149,7 +161,8 @@
 //     branch's events go nor redirect, re-grant or delete them.
 //   - The grant: on POST, and on every PATCH, the endpoint records what
 //     the token may read — the names of the resources whose read scope it
-//     has (grant_resources), and, for a client-credentials token, its
+//     has (grant_resources; "webhook_endpoints", the events of EventKinds,
+//     with ScopeRead), and, for a client-credentials token, its
 //     branches (grant_branches; NULL, every branch, for an
 //     authorization-code token) — and the token's app (client_id). The
 //     dispatcher delivers only events the grant allows, so ScopeWrite
@@ -198,6 +211,81 @@
 // pending and due now with a new round of attempts, keeping the attempts
 // made so far, and answers 202 with it; a delivery whose event retention
 // has removed cannot be sent again: 409 conflict.
+//
+// # The webhook_endpoint.disabled event
+//
+// When the dispatcher disables an endpoint (every attempt of a delivery
+// failed while nothing else reached it), it appends, in the same
+// transaction, an event to the organization's feed: type
+// webhook_endpoint.disabled, source
+// {prefix}/{organizationId}/webhook_endpoints/{id} (Dispatcher.PathPrefix),
+// subject the endpoint's id, no branch, no clientid, and data
+// {"record": the endpoint as the API shows it, disabled, without its
+// secret, "changed": ["status", "disabled_reason"]}. A feed with
+// EventKinds (events.Feed.Kinds) shows it to tokens with ScopeRead; it is
+// delivered like any event to the endpoints that subscribe to it and whose
+// grant holds ScopeRead (those set up or changed since this event exists,
+// by a token with that scope). An endpoint disabled by a PATCH or by the
+// disconnection of its app gives no such event.
+//
+// # Actions
+//
+// The bodies of the actions below are one JSON object (or no body at all:
+// every default); a member they do not take, or a bad value, is 400
+// invalid_request. They take an Idempotency-Key as the other POSTs do.
+//
+// POST .../{id}/rotate_secret {"grace_seconds": 86400} gives the endpoint
+// a new secret (signature.NewSecret, sealed as the first) and answers 200
+// with the endpoint and "secret", which no other answer shows (a replay of
+// its Idempotency-Key shows the current secret). grace_seconds, 86400 when
+// absent, is 0 to 604800 (MaxRotationGrace, 7 days): until then every
+// delivery carries two signatures, "v1,<new> v1,<old>" (signature.SignAll),
+// and the endpoint shows "previous_secret_expires_at"; after it the
+// previous secret is not used, and a later rotation or Purge erases it.
+// Only the secret a rotation replaces is kept: a rotation during the grace
+// of the one before drops the oldest. A rotation is a change of the
+// endpoint under the rules of a PATCH (Authority above, If-Match, the
+// cut-off's 409), and it grants the endpoint anew to the token: the
+// token's app now holds the secret, so the endpoint acts under its
+// authority.
+//
+// POST .../{id}/test (no body, or {}) queues a webhook.test event
+// (TestEventType) for that endpoint alone and answers 202 with its
+// delivery, pending. The event is a CloudEvent like every other: source
+// the endpoint's path ({prefix}/{organizationId}/webhook_endpoints/{id}),
+// subject the endpoint's id, clientid (and userid) the token's, and data
+// {"record": the endpoint as the API shows it, "changed": []}. The
+// delivery carries the event itself (it is not in the events table, so
+// not in the feed, and retention never removes it before the delivery),
+// is listed among the endpoint's deliveries with event_type webhook.test,
+// and gets one attempt, whose failure never disables the endpoint; a
+// redelivery sends it again. A disabled endpoint is not tested: 409
+// conflict. A test needs ScopeWrite and the endpoint within the token's
+// reach, no read scope: it carries nothing but the endpoint itself.
+//
+// POST .../{id}/recover {"since": RFC 3339, "until": RFC 3339 (default
+// now)} queues again for that endpoint alone every event still kept
+// whose time is in [since, until) and that the endpoint would have got
+// (subscription.wants decides, as for the fan-out of new events: after
+// its creation, its event types and branches, its grant), those of a time
+// it was disabled included, and answers 202 {"data": {"queued": n,
+// "next_since": null}}. A delivery that ended becomes pending and due now
+// with a new round of attempts (as a redelivery, same webhook-id); a
+// pending one is left as it is; a missing one is made. All are due at
+// once, so the dispatcher sends them in event order, each after the
+// pending deliveries of its record's earlier events, live ones included.
+// One call queues at most MaxRecover (10,000) events and reads at most
+// twice that many: when the range holds more, queued is what it queued
+// and next_since the time of the last event it queued (or read), where the next
+// call starts (the events at exactly that time may come twice; a receiver
+// keys on webhook-id). 400 invalid_request, with nothing queued, for a
+// missing or malformed since, since in the future, until not after since,
+// and since older than EventRetention (without it: before the oldest event
+// kept, once retention has removed some). A disabled endpoint is recovered
+// all the same: its deliveries wait, pending, until it is enabled (so a
+// caller may recover before enabling it, and the events go out in order
+// once it is). The rules of a redelivery hold: the token must be able to
+// read everything the endpoint gets, the cut-off's 409, no new grant.
 //
 // Errors are package errors' (apierrors) through an apierrors.Writer of
 // Logger and Realm; SQL is built with squirrel and bound parameters only.

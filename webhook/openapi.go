@@ -3,6 +3,7 @@ package webhook
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/events"
@@ -85,6 +86,9 @@ func (a *API) OpenAPI() *openapi.Document {
 	d.Paths[item] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaGet(), Patch: a.oaUpdate(), Delete: oaDelete()}
 	d.Paths[item+"/deliveries"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Get: oaListDeliveries()}
 	d.Paths[item+"/deliveries/{delivery_id}/redeliver"] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id, deliveryID}, Post: a.oaRedeliver()}
+	d.Paths[item+"/"+actionRotate] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaRotateSecret()}
+	d.Paths[item+"/"+actionTest] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaTest()}
+	d.Paths[item+"/"+actionRecover] = &openapi.PathItem{Parameters: []*openapi.Parameter{org, id}, Post: a.oaRecover()}
 	a.oaDelivery(d)
 	return d
 }
@@ -92,10 +96,24 @@ func (a *API) OpenAPI() *openapi.Document {
 // oaDelivery adds the webhook a receiver is called with, and the schemas of
 // the event it carries (the feed's: package events describes them).
 func (a *API) oaDelivery(d *openapi.Document) {
-	feed := (&events.Feed{Registry: a.Registry}).OpenAPI()
+	feed := (&events.Feed{Registry: a.Registry, Kinds: EventKinds()}).OpenAPI()
 	for _, name := range []string{"CloudEvent", "EventData"} {
 		d.Components.Schemas[name] = feed.Components.Schemas[name]
 	}
+	test := *feed.Components.Schemas["CloudEvent"]
+	test.Properties = append([]openapi.Property(nil), test.Properties...)
+	for i, p := range test.Properties {
+		switch p.Name {
+		case "type":
+			test.Properties[i] = openapi.Prop("type", &openapi.Schema{Type: "string", Const: TestEventType})
+		case "source":
+			test.Properties[i] = openapi.Prop("source", openapi.String("The endpoint's path: `/v1/{organizationId}/webhook_endpoints/{id}`."))
+		case "subject":
+			test.Properties[i] = openapi.Prop("subject", &openapi.Schema{Type: "string", Format: "uuid", Description: "The endpoint's id."})
+		}
+	}
+	test.Description = "The event a test of an endpoint (POST .../{id}/test) delivers to it alone: `data.record` is the endpoint (without its secret), `data.changed` empty. It is never in the feed."
+	d.Components.Schemas["WebhookTestEvent"] = &test
 	header := func(name, description string, s *openapi.Schema) *openapi.Parameter {
 		return &openapi.Parameter{Name: name, In: "header", Required: true, Description: description, Schema: s}
 	}
@@ -111,10 +129,10 @@ func (a *API) oaDelivery(d *openapi.Document) {
 				"several space-separated signatures may come, one of which must match.", &openapi.Schema{Type: "string"}),
 		},
 		RequestBody: &openapi.RequestBody{Description: "The event, in the structured mode of the CloudEvents HTTP binding.", Required: true,
-			Content: map[string]*openapi.MediaType{signature.ContentType: {Schema: openapi.SchemaRef("CloudEvent")}}},
+			Content: map[string]*openapi.MediaType{signature.ContentType: {Schema: &openapi.Schema{OneOf: []*openapi.Schema{openapi.SchemaRef("CloudEvent"), openapi.SchemaRef("WebhookTestEvent")}}}}},
 		Responses: map[string]*openapi.Response{
 			"2XX":     {Description: "Delivered: any 2xx answer ends the delivery."},
-			"default": {Description: "Any other answer (a redirect included), or none within the server's timeout: the attempt failed, and the delivery is tried again with backoff for about a day."},
+			"default": {Description: "Any other answer (a redirect included), or none within the server's timeout: the attempt failed, and the delivery is tried again with backoff, as the server's retry schedule says (by default for about a day)."},
 		},
 		Security: []openapi.SecurityRequirement{},
 	}}}
@@ -146,7 +164,8 @@ func oaSchemas() map[string]*openapi.Schema {
 		return &openapi.Schema{Type: "array", MinItems: openapi.Ptr(1), MaxItems: openapi.Ptr(MaxEventTypes),
 			Items: &openapi.Schema{Type: "string", Examples: []any{"quotation.status_changed"}},
 			Description: "The event types the endpoint gets: an event type (`quotation.created`, `quotation.updated`, `quotation.deleted`, `quotation.status_changed`), " +
-				"all the types of a resource (`quotation.*`) or every type (`*`). A type of a resource needs that resource's read scope (`*` at least one read scope).",
+				"all the types of a resource (`quotation.*`) or every type (`*`). A type of a resource needs that resource's read scope (`*` at least one read scope). " +
+				"`" + EndpointDisabledType + "` (or `webhook_endpoint.*`), the event of an endpoint the server disabled after its deliveries kept failing, needs `" + ScopeRead + "`.",
 			Examples: []any{[]string{"quotation.*", "account.created"}}}
 	}
 	branchIDs := func() *openapi.Schema {
@@ -190,16 +209,33 @@ func oaSchemas() map[string]*openapi.Schema {
 				Description: "The app under whose authority the endpoint acts: the app whose token registered it or changed it last. Disconnecting the app from the organization disables the endpoints it acts for."}),
 			openapi.Prop("created_at", timestamp("When the endpoint was registered.")),
 			openapi.Prop("updated_at", timestamp("When the endpoint was last changed.")),
+			openapi.Prop("previous_secret_expires_at", &openapi.Schema{Type: []string{"string", "null"}, Format: "date-time",
+				Description: "After a rotation of the secret (`rotate_secret`), when the previous secret stops signing deliveries; until then each delivery carries two signatures. Null when only the current secret signs."}),
 		}
 	}
-	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "filter", "rate_limit", "status", "disabled_reason", "client_id", "created_at", "updated_at"}
+	endpointRequired := []string{"id", "url", "event_types", "branch_ids", "filter", "rate_limit", "status", "disabled_reason", "client_id", "created_at", "updated_at", "previous_secret_expires_at"}
 	endpointSchema := openapi.Object(endpointRequired, endpointProps()...)
 	endpointSchema.Description = "A webhook endpoint. Its signing secret is shown once, when it is created (WebhookEndpointCreated), and never again."
 	created := openapi.Object(append(append([]string{}, endpointRequired...), "secret"), append(endpointProps(),
 		openapi.Prop("secret", &openapi.Schema{Type: "string", Pattern: "^whsec_[A-Za-z0-9+/]+=*$",
 			Description: "The signing secret: `whsec_` and the base64 of a 32-byte key. Keep it: no other answer shows it.",
 			Examples:    []any{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}))...)
-	created.Description = "A webhook endpoint as its creation answers: with its signing secret."
+	created.Description = "A webhook endpoint as its creation, or a rotation of its secret, answers: with its signing secret."
+	rotate := openapi.Object(nil, openapi.Prop("grace_seconds", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(0.0),
+		Maximum: openapi.Ptr(float64(MaxRotationGrace / time.Second)), Default: int(DefaultRotationGrace / time.Second),
+		Description: "How long, in seconds, the previous secret keeps signing deliveries beside the new one (at most 7 days); 0 stops it at once."}))
+	rotate.AdditionalProperties = openapi.Ptr(false)
+	recovery := openapi.Object([]string{"since"},
+		openapi.Prop("since", timestamp("The start of the range, included: no earlier than the events are kept, and not in the future.")),
+		openapi.Prop("until", timestamp("The end of the range, excluded; after `since`. Default: now.")))
+	recovery.AdditionalProperties = openapi.Ptr(false)
+	recovery.Description = "The range of events to send again. Any other member is refused (400 `invalid_request`)."
+	recovered := openapi.Object([]string{"queued", "next_since"},
+		openapi.Prop("queued", &openapi.Schema{Type: "integer", Format: "int32", Minimum: openapi.Ptr(0.0), Maximum: openapi.Ptr(float64(MaxRecover)),
+			Description: "How many events were queued again for the endpoint (at most " + strconv.Itoa(MaxRecover) + ")."}),
+		openapi.Prop("next_since", &openapi.Schema{Type: []string{"string", "null"}, Format: "date-time",
+			Description: "Null when the whole range was queued. Else the range held more than one call queues: send the recovery again with this as `since` (and the same `until`); the events at exactly this time may come twice."}))
+	rotate.Description = "A rotation of the signing secret. The body may be left out (the default grace). Any other member is refused (400 `invalid_request`)."
 	noMore := openapi.Ptr(false)
 	create := openapi.Object([]string{"url", "event_types"},
 		openapi.Prop("url", url()), openapi.Prop("event_types", eventTypes()), openapi.Prop("branch_ids", branchIDs()),
@@ -256,6 +292,9 @@ func oaSchemas() map[string]*openapi.Schema {
 		"WebhookEndpointCreated":         created,
 		"WebhookEndpointCreate":          create,
 		"WebhookEndpointUpdate":          update,
+		"WebhookSecretRotation":          rotate,
+		"WebhookRecovery":                recovery,
+		"WebhookRecoveryEnvelope":        envelope(recovered, "What a recovery queued."),
 		"WebhookAttempt":                 attemptSchema,
 		"WebhookDelivery":                deliverySchema,
 		"WebhookEndpointEnvelope":        envelope(openapi.SchemaRef("WebhookEndpoint"), "A webhook endpoint."),
@@ -531,6 +570,89 @@ func (a *API) oaRedeliver() *openapi.Operation {
 			"404": oaNotFound("`id` or `delivery_id` is not a UUID, or names no endpoint of the organization or no delivery of the endpoint"),
 			"409": oaCutOffConflict("retention has removed the delivery's event, so it cannot be sent again; or ",
 				"the event of this delivery is no longer kept (retention removed it), so it cannot be sent again"),
+		}),
+		Security: oaSecurity(ScopeWrite),
+	}, "202")
+}
+
+func (a *API) oaRotateSecret() *openapi.Operation {
+	op := a.oaIdempotent(&openapi.Operation{
+		Tags: []string{oaTag}, Summary: "Rotate the signing secret of a webhook endpoint", OperationID: "rotateWebhookSecret",
+		Description: strings.Join([]string{
+			"Gives the endpoint a new signing secret and answers with the endpoint and, this once, the new `secret`. " +
+				"For `grace_seconds` (default 86400, a day; 0 to 604800) every delivery is signed with both secrets: `webhook-signature: v1,<new> v1,<old>`, which a Standard Webhooks receiver accepts with either; " +
+				"then the previous secret is forgotten (`previous_secret_expires_at` says when). A rotation during the grace of another replaces the previous secret with the one it rotates out.",
+			"A rotation is a change of the endpoint, under the rules of an update: the token must be able to read everything the endpoint gets, and the endpoint is then granted anew what this token reads and acts under its app (`client_id`).",
+			oaNeedsScope(ScopeWrite),
+		}, "\n\n"),
+		RequestBody: &openapi.RequestBody{Description: "The grace: one JSON object of at most " + strconv.Itoa(MaxBodyBytes) + " bytes, sent with `Content-Type: application/json`; may be left out.",
+			Content: openapi.JSON(openapi.SchemaRef("WebhookSecretRotation"))},
+		Parameters: []*openapi.Parameter{openapi.IfMatchParameter(false)},
+		Responses: oaCommon(map[string]*openapi.Response{
+			"200": oaSuccess("The endpoint with its new secret. `Cache-Control: no-store`. A replay of its `Idempotency-Key` shows the endpoint's current secret.", "WebhookEndpointCreatedEnvelope", map[string]*openapi.Header{
+				"Cache-Control": openapi.HeaderRef("Cache-Control"),
+				"ETag":          openapi.HeaderRef("ETag"),
+			}),
+			"400": openapi.ErrorResponse("`invalid_request`: a body that is not one JSON object, a member other than `grace_seconds`, or a `grace_seconds` that is not an integer from 0 to 604800.",
+				oaErr(apierrors.CodeInvalidRequest, "grace_seconds must be an integer from 0 to 604800 (7 days): how long the previous secret keeps signing deliveries")),
+			"403": oaForbidden(ScopeWrite, oaReachRefusal),
+			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
+			"409": oaCutOffConflict("", "the endpoint was disabled when the app sync-app, under whose authority it acted, was disconnected from the organization; "+
+				"only that app, with a token issued after it is connected again, may change or enable it or send its deliveries again. Delete it, or register an endpoint of your own"),
+			"412": openapi.PreconditionFailedResponse(openapi.SchemaRef("WebhookEndpoint"), apiVersion),
+			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
+		}),
+		Security: oaSecurity(ScopeWrite),
+	}, "200")
+	return op
+}
+
+func (a *API) oaTest() *openapi.Operation {
+	return a.oaIdempotent(&openapi.Operation{
+		Tags: []string{oaTag}, Summary: "Send a test event to a webhook endpoint", OperationID: "testWebhookEndpoint",
+		Description: strings.Join([]string{
+			"Queues a `" + TestEventType + "` event for this endpoint alone and answers with its delivery, pending; it leaves at once, signed like every delivery. " +
+				"The event is a CloudEvent like the others (structured mode): `source` is the endpoint's path, `subject` its id, and `data.record` the endpoint as the API shows it (no secret), with `data.changed` empty. " +
+				"It is listed in the endpoint's deliveries (`event_type` `" + TestEventType + "`) and is not in the organization's feed. It gets one attempt, whose failure never disables the endpoint; send it again with `redeliver`, or send another test.",
+			"The body may be left out; it may only be `{}`. A disabled endpoint cannot be tested (409 `conflict`): enable it first.",
+			oaNeedsScope(ScopeWrite),
+		}, "\n\n"),
+		Responses: oaCommon(map[string]*openapi.Response{
+			"202": oaSuccess("The test's delivery, pending.", "WebhookDeliveryEnvelope", nil),
+			"400": openapi.ErrorResponse("`invalid_request`: a body that is not one empty JSON object.",
+				oaErr(apierrors.CodeInvalidRequest, "the body must be one JSON object")),
+			"403": oaForbidden(ScopeWrite, ""),
+			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
+			"409": openapi.ErrorResponse("`conflict`: the endpoint is disabled.",
+				oaErr(apierrors.CodeConflict, "the endpoint is disabled; enable it (PATCH status enabled), then send a test")),
+			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
+		}),
+		Security: oaSecurity(ScopeWrite),
+	}, "202")
+}
+
+func (a *API) oaRecover() *openapi.Operation {
+	return a.oaIdempotent(&openapi.Operation{
+		Tags: []string{oaTag}, Summary: "Send the events of a time range again to a webhook endpoint", OperationID: "recoverWebhookEvents",
+		Description: strings.Join([]string{
+			"Queues again, for this endpoint alone, every event still kept whose time is in [`since`, `until`) and that the endpoint would have got: its event types and branches, what its grant allows, after its creation — " +
+				"including the events of a time it was disabled. A delivery that ended (delivered or failed) becomes pending with a new round of retries; a pending one is left as it is; a missing one is made. " +
+				"They are sent in the order of the events, each after the earlier events of its record, the endpoint's live deliveries included; each carries its event's id as `webhook-id`, as the first time.",
+			"One call queues at most " + strconv.Itoa(MaxRecover) + " events (and reads at most " + strconv.Itoa(maxRecoverScan) + " of the range): when the range holds more, `next_since` says where the next call starts.",
+			"A disabled endpoint may be recovered: its deliveries wait until it is enabled. The token must be able to read everything the endpoint gets, as for a redelivery; the endpoint keeps its grant.",
+			oaNeedsScope(ScopeWrite),
+		}, "\n\n"),
+		RequestBody: oaBody("The range", "WebhookRecovery"),
+		Responses: oaCommon(map[string]*openapi.Response{
+			"202": oaSuccess("What was queued.", "WebhookRecoveryEnvelope", nil),
+			"400": openapi.ErrorResponse("`invalid_request`: a body that is not one JSON object, a member other than `since` and `until`, no `since`, a time that is not RFC 3339, "+
+				"`since` in the future, `until` not after `since`, or `since` older than the events are kept. Nothing is queued.",
+				oaErr(apierrors.CodeInvalidRequest, "until must be after since: the events sent again are those from since (included) to until (excluded)")),
+			"403": oaForbidden(ScopeWrite, oaReachRefusal),
+			"404": oaNotFound("`id` is not a UUID, or names no endpoint of the organization"),
+			"409": oaCutOffConflict("", "the endpoint was disabled when the app sync-app, under whose authority it acted, was disconnected from the organization; "+
+				"only that app, with a token issued after it is connected again, may change or enable it or send its deliveries again. Delete it, or register an endpoint of your own"),
+			"413": openapi.ResponseRef("WebhookPayloadTooLarge"),
 		}),
 		Security: oaSecurity(ScopeWrite),
 	}, "202")

@@ -92,6 +92,9 @@ func TestOpenAPI(t *testing.T) {
 		"/v1/{organizationId}/webhook_endpoints/{id} delete":                                  webhook.ScopeWrite,
 		"/v1/{organizationId}/webhook_endpoints/{id}/deliveries get":                          webhook.ScopeRead,
 		"/v1/{organizationId}/webhook_endpoints/{id}/deliveries/{delivery_id}/redeliver post": webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id}/rotate_secret post":                      webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id}/test post":                               webhook.ScopeWrite,
+		"/v1/{organizationId}/webhook_endpoints/{id}/recover post":                            webhook.ScopeWrite,
 	}
 	n := 0
 	for p, item := range paths {
@@ -127,8 +130,11 @@ func TestOpenAPI(t *testing.T) {
 		headers = append(headers, p.(map[string]any)["name"].(string))
 	}
 	assert.Equal(t, []string{"webhook-id", "webhook-timestamp", "webhook-signature"}, headers)
-	assert.Equal(t, "#/components/schemas/CloudEvent", hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/cloudevents+json"].(map[string]any)["schema"].(map[string]any)["$ref"])
+	assert.Equal(t, []any{map[string]any{"$ref": "#/components/schemas/CloudEvent"}, map[string]any{"$ref": "#/components/schemas/WebhookTestEvent"}},
+		hook["requestBody"].(map[string]any)["content"].(map[string]any)["application/cloudevents+json"].(map[string]any)["schema"].(map[string]any)["oneOf"])
 	assert.Contains(t, schemas, "CloudEvent")
+	assert.Contains(t, schemas["CloudEvent"].(map[string]any)["properties"].(map[string]any)["type"].(map[string]any)["enum"], webhook.EndpointDisabledType)
+	assert.Equal(t, webhook.TestEventType, schemas["WebhookTestEvent"].(map[string]any)["properties"].(map[string]any)["type"].(map[string]any)["const"])
 
 	// Safe writes: the writes take Idempotency-Key, and the endpoint's
 	// answers carry its ETag, which If-None-Match and If-Match use.
@@ -144,6 +150,7 @@ func TestOpenAPI(t *testing.T) {
 	}
 	for _, w := range []struct{ path, method, success string }{
 		{"", "post", "201"}, {"/{id}", "patch", "200"}, {"/{id}/deliveries/{delivery_id}/redeliver", "post", "202"},
+		{"/{id}/rotate_secret", "post", "200"}, {"/{id}/test", "post", "202"}, {"/{id}/recover", "post", "202"},
 	} {
 		o := op(w.path, w.method)
 		assert.Contains(t, params(o), "Idempotency-Key", "%s %s", w.method, w.path)

@@ -47,10 +47,21 @@ type Sealer interface {
 // before before, with their attempts, and returns how many it deleted. A
 // server runs it with the events' retention, so that the history of
 // deliveries lasts as long as the events it delivered; pending deliveries
-// stay, whatever their age.
+// stay, whatever their age. It also erases the previous secrets of
+// endpoints whose grace after a rotation is over (the dispatcher no longer
+// uses them from the end of the grace on).
 func (a *API) Purge(ctx context.Context, before time.Time) (int64, error) {
 	d := a.Registry.Dialect
-	text, args, err := d.SQL(sq.Delete(deliveriesTable).
+	text, args, err := d.SQL(sq.Update(endpointsTable).
+		SetMap(sq.Eq{"previous_secret": nil, "previous_secret_key_id": "", "previous_secret_until": nil}).
+		Where("previous_secret_until IS NOT NULL AND previous_secret_until <= ?", d.Timestamp(a.now())))
+	if err != nil {
+		return 0, err
+	}
+	if _, err := a.Registry.DB.ExecContext(ctx, text, args...); err != nil {
+		return 0, fmt.Errorf("webhook: purge previous secrets: %w", err)
+	}
+	text, args, err = d.SQL(sq.Delete(deliveriesTable).
 		Where("status IN ('delivered', 'failed') AND updated_at < ?", d.Timestamp(before)))
 	if err != nil {
 		return 0, err

@@ -175,3 +175,33 @@ func Purge(ctx context.Context, db *sql.DB, d query.Dialect, before time.Time) (
 	}
 	return n, tx.Commit()
 }
+
+// Append adds the event e of the organization org in tx, as the outbox
+// adds the events of writes: unnumbered on PostgreSQL (Sequence numbers it
+// once tx has committed), numbered after the organization's head on
+// SQLite. e.Seq is ignored; e.BranchID "" is no branch.
+func Append(ctx context.Context, tx *sql.Tx, d query.Dialect, org string, e Stored) error {
+	var branch any
+	if e.BranchID != "" {
+		branch = e.BranchID
+	}
+	if d == query.Postgres {
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+Table+` (organization_id, id, type, resource, branch_id, record_id, time, body)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, org, e.ID, e.Type, e.Resource, branch, e.RecordID, e.Time.UTC(), string(e.Body))
+		if err != nil {
+			return fmt.Errorf("events: append: %w", err)
+		}
+		return nil
+	}
+	var seq int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO `+HeadsTable+` (organization_id, seq) VALUES (?, 1)
+ON CONFLICT (organization_id) DO UPDATE SET seq = seq + 1 RETURNING seq`, org).Scan(&seq); err != nil {
+		return fmt.Errorf("events: append: %w", err)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+Table+` (organization_id, seq, id, type, resource, branch_id, record_id, time, body)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, org, seq, e.ID, e.Type, e.Resource, branch, e.RecordID, d.Timestamp(e.Time), string(e.Body))
+	if err != nil {
+		return fmt.Errorf("events: append: %w", err)
+	}
+	return nil
+}

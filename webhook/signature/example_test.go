@@ -7,6 +7,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/waybillhq/waybill/webhook/signature"
@@ -74,4 +75,25 @@ func ExampleSign() {
 	// webhook-id: msg_p5jXN8AQM9LWM0D4loKWxJek
 	// webhook-timestamp: 1614265330
 	// webhook-signature: v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=
+}
+
+// During the grace of a rotation, a delivery carries one signature per
+// secret, the new one first; a receiver that still has the old secret, and
+// one that has the new one, both verify it.
+func ExampleSignAll() {
+	newSecret, oldSecret := signature.NewSecret(), signature.NewSecret()
+	body := []byte(`{"specversion":"1.0","id":"0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b","type":"quotation.created"}`)
+	h, err := signature.SignAll([]string{newSecret, oldSecret}, "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", time.Now(), body)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(strings.Fields(h.Get(signature.HeaderSignature))), "signatures")
+	fmt.Println("new secret:", signature.Verify(newSecret, h, body) == nil)
+	fmt.Println("old secret:", signature.Verify(oldSecret, h, body) == nil)
+	fmt.Println("another:", signature.Verify(signature.NewSecret(), h, body) == nil)
+	// Output:
+	// 2 signatures
+	// new secret: true
+	// old secret: true
+	// another: false
 }

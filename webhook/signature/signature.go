@@ -93,10 +93,40 @@ func Sign(secret, id string, ts time.Time, body []byte) (http.Header, error) {
 	return h, nil
 }
 
+// SignAll returns the headers of a delivery of body with id at ts signed
+// with every secret of secrets, in their order: webhook-signature holds
+// one "v1,<signature>" per secret, separated by spaces, as the Standard
+// Webhooks specification allows. A server that rotates an endpoint's
+// secret signs with the new secret and the previous one during the grace,
+// so that a receiver that still has the previous secret goes on verifying
+// until it has the new one. It needs at least one secret.
+func SignAll(secrets []string, id string, ts time.Time, body []byte) (http.Header, error) {
+	if len(secrets) == 0 {
+		return nil, ErrBadSecret
+	}
+	sigs := make([]string, len(secrets))
+	for i, secret := range secrets {
+		wh, err := signer(secret)
+		if err != nil {
+			return nil, err
+		}
+		if sigs[i], err = wh.Sign(id, ts, body); err != nil {
+			return nil, err
+		}
+	}
+	h := http.Header{}
+	h.Set(HeaderID, id)
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(HeaderSignature, strings.Join(sigs, " "))
+	return h, nil
+}
+
 // Verify checks that a delivery a receiver got — its headers and its body,
 // read whole and unchanged — was signed with secret, and that its
 // timestamp is within five minutes of now, so that a captured delivery
-// cannot be replayed later. A receiver answers 2xx only after Verify
+// cannot be replayed later. webhook-signature may hold several
+// space-separated signatures (see SignAll); one made with secret is
+// enough. A receiver answers 2xx only after Verify
 // returns nil, and treats webhook-id as the key of the delivery: a retry
 // of a delivery it already handled carries the same webhook-id.
 func Verify(secret string, h http.Header, body []byte) error {

@@ -250,3 +250,44 @@ func TestNewSecret(t *testing.T) {
 	}
 	assert.Equal(t, "whsec_", signature.SecretPrefix)
 }
+
+// SignAll signs with each secret, in order, space-separated: Verify and the
+// independent implementation accept the delivery with either secret, and
+// refuse it with a third.
+func TestSignAll(t *testing.T) {
+	current, previous, other := signature.NewSecret(), signature.NewSecret(), signature.NewSecret()
+	ts := time.Now()
+	body := []byte(`{"specversion":"1.0","type":"quotation.created"}`)
+	h, err := signature.SignAll([]string{current, previous}, "msg_1", ts, body)
+	require.NoError(t, err)
+	assert.Equal(t, independentSign(t, current, "msg_1", ts.Unix(), body)+" "+independentSign(t, previous, "msg_1", ts.Unix(), body),
+		h.Get(signature.HeaderSignature))
+	tests := []struct {
+		name   string
+		secret string
+		ok     bool
+	}{
+		{"current", current, true},
+		{"previous", previous, true},
+		{"other", other, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := signature.Verify(tt.secret, h, body)
+			if tt.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+	one, err := signature.SignAll([]string{current}, "msg_1", ts, body)
+	require.NoError(t, err)
+	alone, err := signature.Sign(current, "msg_1", ts, body)
+	require.NoError(t, err)
+	assert.Equal(t, alone, one, "one secret signs as Sign does")
+	_, err = signature.SignAll(nil, "msg_1", ts, body)
+	assert.ErrorIs(t, err, signature.ErrBadSecret)
+	_, err = signature.SignAll([]string{current, "nope"}, "msg_1", ts, body)
+	assert.ErrorIs(t, err, signature.ErrBadSecret)
+}

@@ -137,13 +137,13 @@ func TestChangesGrantAnew(t *testing.T) {
 		for _, id := range []string{byURL, byStatus} {
 			got := e.row(t, id)
 			assert.Equal(t, "other", got.clientID)
-			assert.JSONEq(t, `["accounts","quotations","vehicles"]`, got.grantResources)
+			assert.JSONEq(t, `["accounts","quotations","vehicles","webhook_endpoints"]`, got.grantResources)
 			assert.JSONEq(t, `["`+a1+`","`+a2+`"]`, got.grantBranches.String)
 		}
 		assert.Equal(t, "owner", e.row(t, redelivered).clientID, "a redelivery grants nothing")
 		got := e.row(t, branchOne)
 		assert.Equal(t, "branch-app", got.clientID)
-		assert.JSONEq(t, `["quotations"]`, got.grantResources)
+		assert.JSONEq(t, `["quotations","webhook_endpoints"]`, got.grantResources)
 		assert.JSONEq(t, `["`+a1+`"]`, got.grantBranches.String)
 
 		n, err := webhook.DisableAppEndpoints(ctx, e.db, e.dialect, orgA, "owner", time.Now().Add(-time.Second))

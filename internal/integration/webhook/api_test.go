@@ -57,13 +57,14 @@ func TestCreateShowsTheSecretOnce(t *testing.T) {
 		}
 
 		// Without a Sealer it is stored in clear; the grant is what the
-		// token reads, the start the organization's head.
+		// token reads (webhook_endpoints: svc:webhooks:read reads the events
+		// of endpoints), the start the organization's head.
 		got := e.row(t, id)
 		assert.Equal(t, secret, string(got.secret))
 		assert.Equal(t, "", got.keyID)
 		assert.JSONEq(t, `["quotation.created","quotation.*"]`, got.eventTypes)
 		assert.False(t, got.branchIDs.Valid)
-		assert.JSONEq(t, `["quotations","vehicles"]`, got.grantResources)
+		assert.JSONEq(t, `["quotations","vehicles","webhook_endpoints"]`, got.grantResources)
 		assert.False(t, got.grantBranches.Valid, "an authorization-code token sees every branch")
 		assert.Equal(t, int64(7), got.afterSeq)
 	})
@@ -260,10 +261,10 @@ func TestScopes(t *testing.T) {
 		// event_types grants anew.
 		tok := e.codeToken(t, orgA, read, write, "svc:accounts:read", "svc:vehicles:read")
 		ep := e.create(t, tok, orgA, `{"url":"`+publicURL+`","event_types":["*"]}`)
-		assert.JSONEq(t, `["accounts","vehicles"]`, e.row(t, ep["id"].(string)).grantResources)
+		assert.JSONEq(t, `["accounts","vehicles","webhook_endpoints"]`, e.row(t, ep["id"].(string)).grantResources)
 		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write, "svc:quotations:read"), `{"event_types":["quotation.*"]}`)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
-		assert.JSONEq(t, `["quotations"]`, e.row(t, ep["id"].(string)).grantResources)
+		assert.JSONEq(t, `["quotations","webhook_endpoints"]`, e.row(t, ep["id"].(string)).grantResources)
 		// A PATCH of the URL alone needs what the endpoint gets too, and
 		// grants anew.
 		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write), `{"url":"https://1.0.0.1/"}`)
@@ -273,7 +274,7 @@ func TestScopes(t *testing.T) {
 		assert.Equal(t, publicURL, e.row(t, ep["id"].(string)).url)
 		r = e.do(t, http.MethodPatch, endpoints(orgA)+"/"+ep["id"].(string), e.codeToken(t, orgA, read, write, "svc:quotations:read", "svc:vehicles:read"), `{"url":"https://1.0.0.1/"}`)
 		require.Equal(t, http.StatusOK, r.status, r.raw)
-		assert.JSONEq(t, `["quotations","vehicles"]`, e.row(t, ep["id"].(string)).grantResources)
+		assert.JSONEq(t, `["quotations","vehicles","webhook_endpoints"]`, e.row(t, ep["id"].(string)).grantResources)
 	})
 }
 
@@ -309,7 +310,7 @@ func TestClientCredentialsBranches(t *testing.T) {
 		id := ep["id"].(string)
 		got := e.row(t, id)
 		assert.JSONEq(t, `["`+a1+`"]`, got.grantBranches.String)
-		assert.JSONEq(t, `["quotations"]`, got.grantResources)
+		assert.JSONEq(t, `["quotations","webhook_endpoints"]`, got.grantResources)
 		item := endpoints(orgA) + "/" + id
 		r := e.do(t, http.MethodPatch, item, onlyA1, `{"branch_ids":["`+a1+`","`+a2+`"]}`)
 		assert.Equal(t, http.StatusForbidden, r.status, r.raw)
