@@ -242,4 +242,11 @@ func TestDisconnectDisablesWebhookEndpoints(t *testing.T) {
 	assert.EqualValues(t, 1, out["disabled_webhook_endpoints"])
 	assert.Equal(t, true, out["disabled"])
 	assert.Equal(t, "disabled", endpoint(otherEP)["status"], "at once")
+
+	// Each endpoint disabled is in the organization's audit log.
+	audited, err := runCommand(t, nil, "admin", "audit", "--org", acme.org, "--database-url", db)
+	require.NoError(t, err)
+	for _, id := range []string{marketEP, otherEP} {
+		assert.Contains(t, audited, `"action":"webhook_endpoint.disabled","actor":{"kind":"system","id":"app disconnection"},"target":{"kind":"webhook_endpoint","id":"`+id+`"}`)
+	}
 }
