@@ -94,6 +94,13 @@ type Log struct {
 // audit.ErrBadCursor for one List did not make). next is the cursor of the
 // page after this one, "" when this page is the last (it holds fewer than
 // limit entries).
+//
+// An entry takes its place in the log when it is inserted, in its
+// action's transaction, and on PostgreSQL transactions commit in any
+// order: a page read while an action commits may miss an entry placed
+// before the page's end, which the next page does not show either. The log
+// is for people to read; a program that keeps a copy of it reads again a
+// little before its last cursor (the entries' ids tell the ones it has).
 func (l *Log) List(ctx context.Context, organizationID, after string, limit int) (entries []audit.Entry, next string, err error) {
 	switch {
 	case limit == 0:
