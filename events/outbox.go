@@ -51,6 +51,37 @@ func (o *Outbox) Append(ctx context.Context, tx *sql.Tx, c *resource.Change) err
 	return nil
 }
 
+// AppendWith records c as Append does and, on PostgreSQL, runs the
+// statement with returns (placeholders from $9) as a data-modifying WITH
+// clause of the INSERT of the events: one statement, one round trip, for
+// the events and, say, the write's history entry. On SQLite it runs the
+// statement on its own after the events. It implements
+// resource.HistoryOutbox.
+func (o *Outbox) AppendWith(ctx context.Context, tx *sql.Tx, c *resource.Change, with func(first int) (string, []any)) error {
+	if o.Dialect != query.Postgres {
+		if err := o.Append(ctx, tx, c); err != nil {
+			return err
+		}
+		text, args := with(1)
+		if _, err := tx.ExecContext(ctx, text, args...); err != nil {
+			return fmt.Errorf("events: append: %w", err)
+		}
+		return nil
+	}
+	evs := []*event{newEvent(c, c.Operation.String())}
+	of := []*resource.Change{c}
+	if c.Status != nil {
+		evs = append(evs, newEvent(c, StatusChanged))
+		of = append(of, c)
+	}
+	text, withArgs := with(postgresInsertParams + 1)
+	args := append(postgresArgs(of, evs), withArgs...)
+	if _, err := tx.ExecContext(ctx, "WITH written AS ("+text+") "+postgresInsert, args...); err != nil {
+		return fmt.Errorf("events: append: %w", err)
+	}
+	return nil
+}
+
 // BeginSnapshot begins a read-only transaction on one consistent snapshot
 // of db, on a connection of db that it returns too, with the organization's feed cursor after that
 // snapshot: the feed after the cursor gives exactly the writes the
@@ -99,6 +130,28 @@ FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::time
 	AS e (id, type, resource, branch_id, record_id, time, body, n)
 ORDER BY e.n`
 
+// postgresInsertParams is the number of placeholders of postgresInsert.
+const postgresInsertParams = 8
+
+// postgresArgs returns the arguments of postgresInsert for evs, the events
+// of the changes of (of[i] is the change of evs[i]): one array a column, so
+// that the statement's text is one whatever the number of events, and the
+// driver prepares it once.
+func postgresArgs(of []*resource.Change, evs []*event) []any {
+	n := len(evs)
+	ids, types, resources, records, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	branches, times := make([]*string, n), make([]time.Time, n)
+	for i, e := range evs {
+		c := of[i]
+		ids[i], types[i], resources[i], records[i], bodies[i] = e.id, e.typ, c.Resource.Name, c.ID, string(e.body)
+		if c.BranchID != "" {
+			branches[i] = &c.BranchID
+		}
+		times[i] = eventTime(c)
+	}
+	return []any{of[0].Tenant.OrganizationID, ids, types, resources, branches, records, times, bodies}
+}
+
 // insert inserts evs, the events of the changes of (of[i] is the change of
 // evs[i]), which are all of one organization: unnumbered on PostgreSQL,
 // numbered after the organization's head on SQLite.
@@ -107,20 +160,7 @@ func (o *Outbox) insert(ctx context.Context, tx *sql.Tx, of []*resource.Change, 
 	var sb strings.Builder
 	var args []any
 	if o.Dialect == query.Postgres {
-		// One array a column: one statement text whatever the number of
-		// events, which the driver prepares once.
-		n := len(evs)
-		ids, types, resources, records, bodies := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		branches, times := make([]*string, n), make([]time.Time, n)
-		for i, e := range evs {
-			c := of[i]
-			ids[i], types[i], resources[i], records[i], bodies[i] = e.id, e.typ, c.Resource.Name, c.ID, string(e.body)
-			if c.BranchID != "" {
-				branches[i] = &c.BranchID
-			}
-			times[i] = eventTime(c)
-		}
-		_, err := tx.ExecContext(ctx, postgresInsert, org, ids, types, resources, branches, records, times, bodies)
+		_, err := tx.ExecContext(ctx, postgresInsert, postgresArgs(of, evs)...)
 		return err
 	}
 	var last int64

@@ -203,6 +203,24 @@ func (h *handlers) appendHistory(ctx context.Context, tx *sql.Tx, changes []*Cha
 	return hist.AppendHistory(ctx, tx, entries)
 }
 
+// historyWith returns the statement that stores the history entry of c for
+// a HistoryOutbox to run with its own, when the registry's History is a
+// *SQLHistory on PostgreSQL; nil otherwise (the entry is then stored on its
+// own, or there is no History).
+func (h *handlers) historyWith(c *Change) (func(first int) (string, []any), error) {
+	hist, ok := h.registry.History.(*SQLHistory)
+	if !ok || hist.Dialect != query.Postgres {
+		return nil, nil
+	}
+	e, err := c.HistoryEntry()
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	return func(first int) (string, []any) {
+		return historyInsertFrom(query.Postgres, 1, first), hist.historyArgs(nil, e)
+	}, nil
+}
+
 // history is GET {prefix}/{scopeId}/{resource}/{id}/history.
 func (h *handlers) history(w http.ResponseWriter, r *http.Request) error {
 	t := tenant(r)
@@ -430,10 +448,14 @@ var (
 )
 
 // historyInsert returns the INSERT of n entries in the dialect d.
-func historyInsert(d query.Dialect, n int) string {
+func historyInsert(d query.Dialect, n int) string { return historyInsertFrom(d, n, 1) }
+
+// historyInsertFrom returns the INSERT of n entries in the dialect d, whose
+// placeholders begin at $first on PostgreSQL.
+func historyInsertFrom(d query.Dialect, n, first int) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO " + HistoryTable + " (" + historyColumns + ") VALUES ")
-	p := 0
+	p := first - 1
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")

@@ -29,6 +29,21 @@ type BatchOutbox interface {
 	AppendAll(ctx context.Context, tx *sql.Tx, cs []*Change) error
 }
 
+// HistoryOutbox is an Outbox that can store, in the one statement that
+// stores a write's events, another statement of the write: the history
+// entry of a SQLHistory on PostgreSQL, which then costs the write no round
+// trip of its own. AppendWith records c as Append does, and runs the
+// statement that with returns, given the number of its first placeholder
+// ($first), in the same statement (on PostgreSQL, as a data-modifying WITH
+// clause). The registry calls it for a single write when its History is a
+// *SQLHistory on PostgreSQL; a batch write stores its entries on their own.
+// A type that wraps an Outbox to change what Append does, and embeds it,
+// must change AppendWith as well, or it is bypassed for those writes.
+type HistoryOutbox interface {
+	Outbox
+	AppendWith(ctx context.Context, tx *sql.Tx, c *Change, with func(first int) (string, []any)) error
+}
+
 // Operation is what a write did to a record.
 type Operation uint8
 
@@ -124,6 +139,14 @@ func (h *handlers) appendChange(ctx context.Context, tx *sql.Tx, t tenancy.Tenan
 	c, err := h.newChange(t, op, id, before, after, record, at)
 	if err != nil {
 		return nil, err
+	}
+	if out, ok := h.registry.Outbox.(HistoryOutbox); ok {
+		if with, err := h.historyWith(c); err != nil {
+			return nil, err
+		} else if with != nil {
+			// The event and the history entry in one statement.
+			return c, out.AppendWith(ctx, tx, c, with)
+		}
 	}
 	if out := h.registry.Outbox; out != nil {
 		if err := out.Append(ctx, tx, c); err != nil {
