@@ -188,20 +188,28 @@ func (f *Feed) parseTypes(q *feedQuery, v string) error {
 
 // visible returns the condition on events that keeps those of q's types
 // that the tenant may see; ok is false when it may see none.
-func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool) {
+func (f *Feed) visible(ctx context.Context, t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool, err error) {
 	var readable []string
 	for _, r := range f.Registry.Resources() {
 		if t.HasScope(r.ReadScope()) && (q.all || slices.Contains(q.prefixes, TypeName(r.Name)) || slices.ContainsFunc(q.types, func(typ string) bool { return strings.HasPrefix(typ, TypeName(r.Name)+".") })) {
 			readable = append(readable, r.Name)
 		}
 	}
+	everyBranch, err := t.CoversAllBranches(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	var organizationOnly []string // kinds whose events of no branch the tenant may not see
 	for _, k := range f.Kinds {
+		if k.EveryBranch && !everyBranch {
+			organizationOnly = append(organizationOnly, k.Resource)
+		}
 		if t.HasScope(k.ReadScope) && (q.all || slices.Contains(q.prefixes, TypeName(k.Resource)) || slices.ContainsFunc(q.types, func(typ string) bool { return strings.HasPrefix(typ, TypeName(k.Resource)+".") })) {
 			readable = append(readable, k.Resource)
 		}
 	}
 	if len(readable) == 0 {
-		return nil, false
+		return nil, false, nil
 	}
 	and := sq.And{sq.Eq{"resource": readable}}
 	if !q.all {
@@ -220,13 +228,16 @@ func (f *Feed) visible(t tenancy.Tenant, q *feedQuery) (cond sq.Sqlizer, ok bool
 		}
 		and = append(and, sq.Or{sq.Eq{"type": q.types}, sq.Eq{"resource": resources}})
 	}
+	if len(organizationOnly) > 0 {
+		and = append(and, sq.Or{sq.NotEq{"resource": organizationOnly}, sq.NotEq{"branch_id": nil}})
+	}
 	switch {
 	case t.BranchID != "":
 		and = append(and, sq.Or{sq.Eq{"branch_id": nil}, sq.Eq{"branch_id": t.BranchID}})
 	case t.Claims.ClientCredentials():
 		and = append(and, sq.Or{sq.Eq{"branch_id": nil}, sq.Eq{"branch_id": t.Claims.BranchIDs}})
 	}
-	return and, true
+	return and, true, nil
 }
 
 // serve is GET {prefix}/{scopeId}/events: it answers with the page the
@@ -283,7 +294,10 @@ func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]even
 	if through == after {
 		return nil, after, nil
 	}
-	cond, ok := f.visible(t, q)
+	cond, ok, err := f.visible(ctx, t, q)
+	if err != nil {
+		return nil, 0, apierrors.Internal(err)
+	}
 	if !ok {
 		return nil, through, nil
 	}

@@ -75,6 +75,12 @@ type Kind struct {
 	// ReadScope is the scope a token needs to see the events, in the feed
 	// and through a webhook endpoint.
 	ReadScope string
+	// EveryBranch keeps the events of the kind that are of no branch (the
+	// organization's) to tokens that reach every branch of the
+	// organization (tenancy.Tenant.CoversAllBranches): events about things
+	// a token limited to some branches may not see (the webhook endpoints
+	// of other branches). Those of a branch are that branch's, as any.
+	EveryBranch bool
 }
 
 // Matches reports whether p names some type of k.

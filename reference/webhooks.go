@@ -51,7 +51,7 @@ type retrySchedule struct {
 // each attempt bounded by timeout, retried on schedule, reporting to m
 // (when not nil).
 func newDispatcher(api *resource.Registry, sealer *oauth.Sealer, allowPrivate bool, timeout time.Duration, schedule retrySchedule, m *metrics, logger *slog.Logger) *webhook.Dispatcher {
-	d := &webhook.Dispatcher{DB: api.DB, Dialect: api.Dialect, Guard: webhook.Guard{AllowPrivate: allowPrivate}, Audit: true, Logger: logger,
+	d := &webhook.Dispatcher{DB: api.DB, Dialect: api.Dialect, Guard: webhook.Guard{AllowPrivate: allowPrivate}, Audit: true, Branches: api.Branches, Logger: logger,
 		Timeout: timeout, Lease: leasesPerTimeout * timeout, MaxAttempts: schedule.maxAttempts, RetryDelay: schedule.firstDelay}
 	if ps := api.PathPrefixes(); len(ps) > 0 {
 		d.PathPrefix = ps[0]

@@ -538,3 +538,77 @@ func TestWebhookRecover(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookDisabledEventBranches: the disabled event of an endpoint of
+// one branch is that branch's, that of an endpoint of every branch the
+// organization's: an app limited to some branches sees the first and not
+// the second, in the feed and through its endpoint, as its token sees the
+// endpoints themselves; an app of every branch sees both.
+func TestWebhookDisabledEventBranches(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := b.url(t)
+			org := createID(t, "admin", "org", "create", "--name", "Acme", "--database-url", db)
+			north := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", db)
+			createID(t, "admin", "branch", "create", "--org", org, "--name", "South", "--database-url", db)
+			scopes := "svc:webhooks:read svc:webhooks:write svc:events:read svc:accounts:read svc:accounts:write"
+			full := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "Full", "--all-branches", "--scopes", scopes, "--database-url", db)
+			limited := adminJSON(t, "admin", "app", "create", "--org", org, "--name", "Limited", "--branches", north, "--scopes", scopes, "--database-url", db)
+			base, _, stop := startRun(t, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", db, "--webhook-allow-private",
+				"--webhook-max-attempts", "1", "--webhook-backoff", "100ms"}, env(nil))
+			defer func() { require.NoError(t, stop()) }()
+			fullToken := rlToken(t, base, rlTenant{org: org, clientID: full["client_id"].(string), secret: full["client_secret"].(string)})
+			limitedToken := rlToken(t, base, rlTenant{org: org, clientID: limited["client_id"].(string), secret: limited["client_secret"].(string)})
+			endpoints := base + "/v1/" + org + "/webhook_endpoints"
+			register := func(token string, h *hookLog, body string) string {
+				t.Helper()
+				res := swDo(t, "POST", endpoints, token, `{"url": "`+h.srv.URL+`", `+body+`}`, nil)
+				require.Equal(t, http.StatusCreated, res.status, res.body)
+				return res.json(t)["data"].(map[string]any)["id"].(string)
+			}
+			failing := newHookLog(t)
+			failing.setStatus(http.StatusServiceUnavailable)
+			everyBranch := register(fullToken, failing, `"event_types": ["account.created"]`)
+			oneBranch := register(fullToken, failing, `"event_types": ["account.created"], "branch_ids": ["`+north+`"]`)
+			fullWatch, limitedWatch := newHookLog(t), newHookLog(t)
+			register(fullToken, fullWatch, `"event_types": ["webhook_endpoint.*"]`)
+			register(limitedToken, limitedWatch, `"event_types": ["webhook_endpoint.*", "account.*"], "branch_ids": ["`+north+`"]`)
+
+			res := swDo(t, "POST", base+"/v1/"+north+"/accounts", fullToken, `{"company_name": "Unreachable"}`, nil)
+			require.Equal(t, http.StatusCreated, res.status, res.body)
+			subjects := func(calls []hookCall) []string {
+				var out []string
+				for _, c := range calls {
+					if c.event["type"] == "webhook_endpoint.disabled" {
+						out = append(out, c.event["subject"].(string))
+					}
+				}
+				slices.Sort(out)
+				return out
+			}
+			both := []string{everyBranch, oneBranch}
+			slices.Sort(both)
+			assert.Equal(t, both, subjects(fullWatch.wait(t, 2)), "an app of every branch gets both")
+			require.Eventually(t, func() bool { return len(subjects(limitedWatch.snapshot())) > 0 }, 10*time.Second, 10*time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // the other one, were it sent, would be there by now
+			assert.Equal(t, []string{oneBranch}, subjects(limitedWatch.snapshot()), "an app of North gets North's endpoint's alone")
+
+			feed := func(token string) []string {
+				res := swDo(t, "GET", base+"/v1/"+org+"/events?types=webhook_endpoint.disabled", token, "", nil)
+				require.Equal(t, http.StatusOK, res.status, res.body)
+				var out []string
+				for _, e := range res.json(t)["data"].([]any) {
+					out = append(out, e.(map[string]any)["subject"].(string))
+				}
+				slices.Sort(out)
+				return out
+			}
+			assert.Equal(t, both, feed(fullToken))
+			assert.Equal(t, []string{oneBranch}, feed(limitedToken))
+			res = swDo(t, "GET", endpoints+"/"+everyBranch, limitedToken, "", nil)
+			assert.Equal(t, http.StatusNotFound, res.status, "as the API hides that endpoint from it")
+		})
+	}
+}

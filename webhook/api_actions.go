@@ -360,6 +360,13 @@ func (a *API) recoverEvents(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 	}
+	// The organization's branches, for the events about endpoints (see
+	// coverBranches), before the transaction, which on SQLite holds the
+	// one connection.
+	all, err := orgBranches(ctx, a.Registry.Branches, t.OrganizationID)
+	if err != nil {
+		return apierrors.Internal(err)
+	}
 	var ans *idempotency.Answer
 	err = a.inTx(ctx, func(tx *sql.Tx) error {
 		ep, err := a.endpointFor(ctx, tx, t, rc, id, true)
@@ -382,6 +389,7 @@ func (a *API) recoverEvents(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return dbError("read endpoint", err)
 		}
+		coverBranches(all, subs)
 		out := recovered{}
 		if len(subs) == 1 {
 			if out, err = a.queueRange(ctx, tx, t.OrganizationID, &subs[0], since, until, now); err != nil {

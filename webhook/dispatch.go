@@ -15,6 +15,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // The defaults of a Dispatcher's zero fields.
@@ -143,6 +144,12 @@ type Dispatcher struct {
 	// reachable. Give the API's Guard, so that the addresses it accepts at
 	// registration are the ones deliveries reach.
 	Guard Guard
+	// Branches lists the branches of an organization (the API's
+	// Registry.Branches): an endpoint whose grant holds every branch gets
+	// the events about endpoints of every branch (webhook_endpoint.disabled;
+	// see EventKinds). nil: only the grant of an authorization-code token,
+	// which names no branches, counts as every branch.
+	Branches tenancy.Branches
 	// Audit records in the organization's audit log (package audit) each
 	// endpoint the dispatcher disables, in the transaction that disables
 	// it, as done by the system ("webhook dispatcher").

@@ -16,6 +16,7 @@ import (
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // fanOut turns the new events of every organization into deliveries.
@@ -87,6 +88,32 @@ type subscription struct {
 	grantBranches  []string // nil: every branch
 	afterSeq       int64
 	filter         eventFilter // nil: every event
+	// everyBranch: the grant reaches every branch of the organization
+	// (see coverBranches), so that the endpoint may get the events about
+	// endpoints of every branch.
+	everyBranch bool
+}
+
+// coverBranches sets everyBranch of each of eps: a grant of every branch
+// (NULL grant_branches, an authorization-code token's), or one whose
+// branches hold every branch of all, the organization's branches now (nil
+// when unknown: then only the first counts).
+func coverBranches(all []string, eps []subscription) {
+	for i := range eps {
+		eps[i].everyBranch = eps[i].grantBranches == nil ||
+			all != nil && !slices.ContainsFunc(all, func(b string) bool { return !slices.Contains(eps[i].grantBranches, b) })
+	}
+}
+
+// orgBranches returns the branches of org that branches lists, nil when
+// branches is nil. It runs before a transaction of the fan-out: on SQLite
+// that transaction holds the one connection, which the lookup needs.
+func orgBranches(ctx context.Context, branches tenancy.Branches, org string) ([]string, error) {
+	if branches == nil {
+		return nil, nil
+	}
+	all, err := branches.List(ctx, org)
+	return nonNil(all), err
 }
 
 // fanEvent is an event as the fan-out decides on it: the stored event and,
@@ -118,6 +145,11 @@ func (ep *subscription) wants(e *fanEvent) bool {
 	if e.Seq <= ep.afterSeq || !slices.Contains(ep.grantResources, e.Resource) {
 		return false
 	}
+	if e.Resource == endpointsResource && e.BranchID == "" && !ep.everyBranch {
+		// An event about an endpoint of several branches, or of every
+		// branch: for a grant of every branch alone (see EventKinds).
+		return false
+	}
 	if !slices.ContainsFunc(ep.patterns, func(p events.Pattern) bool { return p.Matches(e.Type) }) {
 		return false
 	}
@@ -136,6 +168,10 @@ func (ep *subscription) wants(e *fanEvent) bool {
 // one transaction and reports whether more are left. missing says that org
 // had no fan-out row a moment ago.
 func (d *Dispatcher) fanOutOrg(ctx context.Context, org string, missing bool) (more bool, err error) {
+	all, err := orgBranches(ctx, d.Branches, org)
+	if err != nil {
+		return false, err
+	}
 	tx, err := d.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -169,7 +205,7 @@ ON CONFLICT (organization_id) DO NOTHING`), org); err != nil {
 		return false, tx.Commit()
 	}
 	through := min(head, seq+fanOutBatch)
-	eps, err := d.endpoints(ctx, tx, org)
+	eps, err := d.endpoints(ctx, tx, org, all)
 	if err != nil {
 		return false, err
 	}
@@ -189,8 +225,15 @@ ON CONFLICT (organization_id) DO NOTHING`), org); err != nil {
 }
 
 // endpoints returns the enabled endpoints of org.
-func (d *Dispatcher) endpoints(ctx context.Context, tx *sql.Tx, org string) ([]subscription, error) {
-	return readSubscriptions(ctx, tx, d.Dialect, d.logger(), sq.Eq{"organization_id": org, "status": statusEnabled})
+// The grants are judged against all, the organization's branches (see
+// coverBranches).
+func (d *Dispatcher) endpoints(ctx context.Context, tx *sql.Tx, org string, all []string) ([]subscription, error) {
+	eps, err := readSubscriptions(ctx, tx, d.Dialect, d.logger(), sq.Eq{"organization_id": org, "status": statusEnabled})
+	if err != nil {
+		return nil, err
+	}
+	coverBranches(all, eps)
+	return eps, nil
 }
 
 // readSubscriptions returns what the fan-out needs of the endpoints where

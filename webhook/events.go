@@ -29,9 +29,15 @@ const (
 // with ScopeRead (besides the feed's own scope). Give them to
 // events.Feed.Kinds. An endpoint subscribes to them with
 // "webhook_endpoint.disabled", "webhook_endpoint.*" or "*", and gets them
-// when the token that set it up, or changed it last, had ScopeRead.
+// when the token that set it up, or changed it last, had ScopeRead. The
+// event of an endpoint limited to one branch is that branch's: the tokens
+// and endpoints of that branch see it. That of an endpoint of several
+// branches, or of every branch, is the organization's, and only a token
+// that reaches every branch sees it, in the feed and through an endpoint
+// (whose grant must hold every branch, see Dispatcher.Branches): an app
+// limited to some branches may not see the endpoints of others.
 func EventKinds() []events.Kind {
-	return []events.Kind{{Resource: endpointsResource, Changes: []string{"disabled"}, ReadScope: ScopeRead}}
+	return []events.Kind{{Resource: endpointsResource, Changes: []string{"disabled"}, ReadScope: ScopeRead, EveryBranch: true}}
 }
 
 // readable is what an endpoint may subscribe to: a registry's resource or
@@ -107,7 +113,15 @@ func (d *Dispatcher) appendDisabled(ctx context.Context, tx *sql.Tx, org, id str
 	if err != nil {
 		return err
 	}
+	// An endpoint of one branch: an event of that branch, which the
+	// tokens and endpoints of that branch see; of several or every branch:
+	// of the organization, which those of every branch alone see (see
+	// EventKinds).
+	var branch string
+	if len(ep.BranchIDs) == 1 {
+		branch = ep.BranchIDs[0]
+	}
 	return eventstore.Append(ctx, tx, d.Dialect, org, eventstore.Stored{
-		ID: eventID, Type: EndpointDisabledType, Resource: endpointsResource, RecordID: id, Time: now, Body: body,
+		ID: eventID, Type: EndpointDisabledType, Resource: endpointsResource, BranchID: branch, RecordID: id, Time: now, Body: body,
 	})
 }
