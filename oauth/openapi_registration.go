@@ -20,7 +20,7 @@ func (s *Server) oaRegistrationPaths(d *openapi.Document, p Paths, shared func(s
 	}
 	invalidMetadata := openapi.ErrorResponse("`invalid_redirect_uri`: no redirect URI, more than 20, or one that is not `https`, `http` on a loopback host or a private-use scheme in reverse-domain form, or that has a fragment.\n\n"+
 		"`invalid_client_metadata`: a body that is not one JSON object, a field of the wrong type, no `client_name`, a `token_endpoint_auth_method`, grant type, response type or scope the server does not offer.",
-		oaErr(apierrors.CodeInvalidRedirectURI, `redirect URI "javascript:alert(1)" has the scheme javascript, which is not allowed`),
+		oaErr(apierrors.CodeInvalidRedirectURI, `redirect URI "javascript:alert(1)" has the scheme "javascript"; a redirect URI must use https, http on a loopback host, or a private-use scheme in reverse-domain form such as com.example.app`),
 		oaErr(apierrors.CodeInvalidClientMetadata, "grant_types may name authorization_code and refresh_token alone"))
 	unauthorized := func(what string) *openapi.Response {
 		return openapi.WithHeaders(openapi.ErrorResponse("`invalid_token`: "+what,
