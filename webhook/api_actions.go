@@ -226,16 +226,8 @@ func (a *API) sendTest(w http.ResponseWriter, r *http.Request) error {
 			Values(deliveryID, id, t.OrganizationID, lowest-1, eventID, eventID, deliveryPending, 0, ts, ts, ts, string(body), TestEventType)); err != nil {
 			return err
 		}
-		list, err := a.readDeliveries(ctx, tx, deliveryFilter{org: t.OrganizationID, endpointID: id, id: deliveryID})
-		if err != nil {
-			return err
-		}
-		out, err := json.Marshal(envelope{Data: list[0], Version: apiVersion})
-		if err != nil {
-			return apierrors.Internal(err)
-		}
-		ans = &idempotency.Answer{Status: http.StatusAccepted, Body: out}
-		return a.remember(ctx, tx, r, ans)
+		ans, err = a.deliveryAnswer(ctx, tx, r, t.OrganizationID, id, deliveryID)
+		return err
 	})
 	if err != nil {
 		return a.failedWrite(w, r, err)

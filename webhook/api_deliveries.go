@@ -346,16 +346,8 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 		if _, err := tx.ExecContext(ctx, text, args...); err != nil {
 			return dbError("redeliver", err)
 		}
-		list, err := a.readDeliveries(ctx, tx, deliveryFilter{org: t.OrganizationID, endpointID: id, id: deliveryID})
-		if err != nil {
-			return err
-		}
-		body, err := json.Marshal(envelope{Data: list[0], Version: apiVersion})
-		if err != nil {
-			return apierrors.Internal(err)
-		}
-		ans = &idempotency.Answer{Status: http.StatusAccepted, Body: body}
-		return a.remember(ctx, tx, r, ans)
+		ans, err = a.deliveryAnswer(ctx, tx, r, t.OrganizationID, id, deliveryID)
+		return err
 	})
 	if err != nil {
 		return a.failedWrite(w, r, err)
@@ -363,4 +355,21 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 	a.wake()
 	send(w, ans)
 	return nil
+}
+
+// deliveryAnswer returns the 202 answer of an action that queued the
+// delivery deliveryID of the endpoint endpointID of org (a redelivery, a
+// test): the delivery as the list of deliveries shows it. It stores the
+// answer with r's Idempotency-Key, in tx.
+func (a *API) deliveryAnswer(ctx context.Context, tx *sql.Tx, r *http.Request, org, endpointID, deliveryID string) (*idempotency.Answer, error) {
+	list, err := a.readDeliveries(ctx, tx, deliveryFilter{org: org, endpointID: endpointID, id: deliveryID})
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(envelope{Data: list[0], Version: apiVersion})
+	if err != nil {
+		return nil, apierrors.Internal(err)
+	}
+	ans := &idempotency.Answer{Status: http.StatusAccepted, Body: body}
+	return ans, a.remember(ctx, tx, r, ans)
 }
