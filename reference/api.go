@@ -9,6 +9,7 @@ import (
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/resource/pgxrows"
+	"github.com/waybillhq/waybill/tenancy"
 )
 
 // newAPI returns the registry of the fifteen resources of the transport
@@ -20,7 +21,9 @@ func newAPI(db *sql.DB, d query.Dialect, verifier *bearer.Verifier, logger *slog
 		DB:       db,
 		Dialect:  d,
 		Verifier: verifier,
-		Branches: newBranches(db),
+		// A branch never moves to another organization: the branch of a
+		// path is looked up once, not at every request.
+		Branches: tenancy.CachedBranches(newBranches(db), 0),
 		Logger:   logger,
 		Realm:    realm,
 		// Every write appends its events in its transaction: the change

@@ -13,7 +13,8 @@ import (
 
 // branches answers tenancy's questions about branches from the branches
 // table, on every call: it keeps no cache, so a branch is known the moment
-// it is created.
+// it is created. The API wraps it in tenancy.CachedBranches, which keeps
+// the branches found (a branch never moves) and asks again for the others.
 type branches struct {
 	db *sql.DB
 }
