@@ -8,14 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
@@ -217,7 +214,7 @@ func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog
 		defer cancel()
 		if err := client.Ping(pingCtx).Err(); err != nil {
 			logger.Warn("rate limits: redis does not answer; requests pass unlimited until it does",
-				"redis_url", redactURL(c.RedisURL), "error", err.Error())
+				"redis_url", redactRedisURL(c.RedisURL), "error", err.Error())
 		}
 	}
 	if m != nil {
@@ -228,40 +225,10 @@ func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog
 	}
 	attrs := []any{"backend", backend, limitREST, l.rest.Quota, limitRESTApp, l.restApp.Quota, limitEdge, l.edge.Quota, limitToken, l.token.Quota, "window", rateWindow.String()}
 	if c.RedisURL != "" {
-		attrs = append(attrs, "redis_url", redactURL(c.RedisURL))
+		attrs = append(attrs, "redis_url", redactRedisURL(c.RedisURL))
 	}
 	logger.Info("rate limits", attrs...)
 	return l, nil
-}
-
-// newRedisClient returns a client on the Redis of rawURL, with the
-// timeouts above where the URL sets none.
-func newRedisClient(rawURL string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			// It quotes the URL, and with it a password.
-			err = errors.New("not a URL")
-		}
-		return nil, fmt.Errorf("--redis-url %s: %w", redactURL(rawURL), err)
-	}
-	if opts.DialTimeout == 0 {
-		opts.DialTimeout = redisDialTimeout
-	}
-	if opts.ReadTimeout == 0 {
-		opts.ReadTimeout = redisIOTimeout
-	}
-	if opts.WriteTimeout == 0 {
-		opts.WriteTimeout = redisIOTimeout
-	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = redisMaxRetries
-	}
-	if opts.DialerRetries == 0 {
-		opts.DialerRetries = redisDialerRetries
-	}
-	return redis.NewClient(opts), nil
 }
 
 // redisLogger passes the log lines of go-redis to a slog.Logger at debug
