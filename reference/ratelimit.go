@@ -77,7 +77,9 @@ type limitsConfig struct {
 	// admin app set-quota) has that quota whatever RESTApp is.
 	RESTApp int
 	// RedisURL, when set, keeps the limits in that Redis, shared by every
-	// replica that uses it; empty means one in-process limiter.
+	// replica that uses it: one server, a Redis Cluster or the master of
+	// Redis Sentinels (see newRedisClient); empty means one in-process
+	// limiter.
 	RedisURL string
 	// RedisPrefix starts every key the limits write to Redis; empty means
 	// redislimit.DefaultPrefix ("waybill:rl:"). Replicas that share limits
@@ -92,7 +94,7 @@ func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
 	fs.Var(quotaFlag{&c.RESTApp}, "rate-rest-app", "`N` requests per minute of each app to the REST API within its organization, beside the organization's limit; 0 gives apps no limit of their own (waybill admin app set-quota still gives one app its own)")
 	fs.Var(quotaFlag{&c.Edge}, "rate-edge", "`N` requests per minute of each authenticated app (else of each remote address) to the edge functions (/functions/v1/*); 0 disables the limit")
 	fs.Var(quotaFlag{&c.Token}, "rate-token", "`N` requests per minute of each authenticated client to the token endpoints, of each remote address to them without a client that authenticates, of each remote address and each email to the password sign-ins, and of each signed-in user to the consent form (an IPv6 address counts as its /64); 0 disables the limit")
-	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` (redis://... or rediss://...) that keeps the rate limits, shared by every replica using it (default: in process)")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` that keeps the rate limits, shared by every replica using it (default: in process): one server, redis://[user:password@]host:port/db (rediss:// for TLS); a Redis Cluster, redis+cluster://[user:password@]host:port,host:port,... (rediss+cluster://); or the master named master watched by Redis Sentinels, redis+sentinel://[user:password@]host:26379,host:26379,.../master[?db=N&sentinel_password=P] (rediss+sentinel://)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "`prefix` of the rate limits' Redis keys (default "+redislimit.DefaultPrefix+")")
 }
 
