@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/ratelimit"
@@ -179,6 +181,10 @@ type rateLimits struct {
 	errors apierrors.Writer
 	// close releases the Redis client; nil for the in-process limiter.
 	close func() error
+	// reload, for a Redis Cluster, makes the client read the cluster's
+	// slots again; it is called at each failure of the limiter, so that a
+	// replica promoted in place of a dead master is found at once.
+	reload func()
 	// quotas are the per-app overrides of "rest-app"; nil until
 	// WatchQuotas, and then none.
 	quotas atomic.Pointer[appQuotas]
@@ -211,6 +217,13 @@ func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog
 		}
 		l.limiter = redislimit.New(client, redislimit.Options{Prefix: c.RedisPrefix})
 		l.close = client.Close
+		if cluster, ok := client.(*redis.ClusterClient); ok {
+			// go-redis reloads the slots of a cluster on MOVED only:
+			// after a master died it would keep dialing it until the
+			// next periodic reload. Any failure reloads them, in the
+			// background (at most one reload at a time).
+			l.reload = func() { cluster.ReloadState(context.Background()) }
+		}
 		backend = "redis"
 		pingCtx, cancel := context.WithTimeout(ctx, redisPingTimeout)
 		defer cancel()
@@ -351,6 +364,9 @@ func (l *rateLimits) middleware(lim ratelimit.Limit, key ratelimit.KeyFunc) func
 func (l *rateLimits) onError(name string) func(*http.Request, error) {
 	log := l.errorLogs[name]
 	return func(r *http.Request, err error) {
+		if l.reload != nil {
+			l.reload()
+		}
 		if l.metrics != nil {
 			l.metrics.limitErrors.WithLabelValues(name).Inc()
 		}
