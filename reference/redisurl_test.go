@@ -7,6 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/internal/testdb"
 )
 
 // The forms of --redis-url: one server, a cluster, a Sentinel; the
@@ -98,6 +100,19 @@ func failoverOptions(t *testing.T, rawURL string) *redis.FailoverOptions {
 	o, err := sentinelOptions(rawURL)
 	require.NoError(t, err)
 	return o
+}
+
+// serve refuses a bad cluster or sentinel URL at start, saying why,
+// without its password.
+func TestServeBadRedisURL(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"redis+cluster://u:hunter2@r1:7000,r2:7000/1", "redis+sentinel://:hunter2@s1,s2"} {
+		_, err := runCommand(t, nil, "serve", "--addr", "127.0.0.1:0", "--database-url", "sqlite://"+testdb.SQLitePath(t), "--redis-url", bad)
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "--redis-url")
+		assert.NotContains(t, err.Error(), "hunter2")
+		t.Log(err)
+	}
 }
 
 func TestRedactRedisURL(t *testing.T) {
