@@ -101,13 +101,17 @@ func TestRateLimitsRedisClusterFailover(t *testing.T) {
 		key := redislimit.DefaultPrefix + limitREST + ":{" + a.org + "}"
 		slot, err := client.ClusterKeySlot(t.Context(), key).Result()
 		require.NoError(t, err)
-		slots, err := client.ClusterSlots(t.Context()).Result()
+		shards, err := client.ClusterShards(t.Context()).Result()
 		require.NoError(t, err)
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) {
-				for i, m := range cluster.Masters {
-					if m.Addr == s.Nodes[0].Addr {
-						victim, heir = m, cluster.Replicas[i]
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start <= slot && slot <= r.End {
+					for _, n := range sh.Nodes {
+						for i, m := range cluster.Masters {
+							if n.Role == "master" && m.Addr == n.IP+":"+strconv.FormatInt(n.Port, 10) {
+								victim, heir = m, cluster.Replicas[i]
+							}
+						}
 					}
 				}
 			}
