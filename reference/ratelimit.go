@@ -453,7 +453,7 @@ func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limi
 // and the app of its token, "{<organization>}:client:<client id>" (see
 // oauth.ClientKey); none for a token of no app. The organization is a Redis
 // hash tag, as in keyByOrganization: the two keys of one request hash to
-// one slot of a Redis Cluster, which one script needs.
+// one slot of a Redis Cluster, where one script decides them atomically.
 func keyByOrganizationApp(r *http.Request) (string, bool) {
 	t, ok := tenancy.FromContext(r.Context())
 	if !ok || t.OrganizationID == "" || t.Claims == nil || t.Claims.ClientID == "" {
