@@ -105,8 +105,9 @@ type Options struct {
 	// tightest key. Password sign-ins, say, are counted under their remote
 	// address and under the account they name (see KeyByRemoteAddr), so
 	// that one address cannot try many accounts, nor many addresses one
-	// account, faster than the quota. With a Redis Cluster the keys of one
-	// request must share a hash tag (see ratelimit/redislimit).
+	// account, faster than the quota. On a Redis Cluster the decision is
+	// atomic when the keys of one request share a hash tag; keys of
+	// several slots are decided slot by slot (see ratelimit/redislimit).
 	Keys []KeyFunc
 	// Policies are further limits of the route, checked together with
 	// Limit in one decision of the Limiter (MultiLimiter.AllowAll): a

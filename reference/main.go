@@ -29,7 +29,9 @@
 //	--rate-rest N            requests per minute of each organization to the REST API (default 1000)
 //	--rate-edge N            requests per minute of each app to /functions/v1/* (default 100)
 //	--rate-token N           requests per minute of each client_id to the token endpoints (default 30)
-//	--redis-url URL          keep the rate limits in Redis, shared by the replicas (default: in process)
+//	--redis-url URL          keep the rate limits in Redis, shared by the replicas (default: in process):
+//	                         redis://host:port/db, redis+cluster://host:port,host:port (a Redis Cluster)
+//	                         or redis+sentinel://host:26379,host:26379/master (Redis Sentinel)
 //	--redis-prefix PREFIX    prefix of the rate limits' Redis keys (default waybill:rl:)
 //	--db-max-conns N         most PostgreSQL connections the server holds, kept open (default 16)
 //	--db-timeout D           longest a request waits for the database before 503 (default 2s)
@@ -225,7 +227,13 @@ migrates it first.
 
 serve limits requests per minute (--rate-rest, --rate-edge, --rate-token; 0
 disables one), in process or, with --redis-url, across the replicas sharing
-that Redis, and serves Prometheus metrics at GET /metrics. It holds at most
+that Redis, and serves Prometheus metrics at GET /metrics. --redis-url names
+one server (redis://[user:password@]host:port/db, rediss:// for TLS), a
+Redis Cluster by some of its nodes (redis+cluster://host:port,host:port,
+rediss+cluster:// for TLS) or the master that Redis Sentinels watch
+(redis+sentinel://[user:password@]host:26379,host:26379/master[?db=N], the
+password being the servers', sentinel_password=... the Sentinels'). While
+Redis does not answer, requests pass unlimited. It holds at most
 --db-max-conns PostgreSQL connections (default 16) and answers 503
 temporarily_unavailable to a request that cannot get the database within
 --db-timeout (default 2s). A user's authorization of an app lasts

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,7 +79,9 @@ type limitsConfig struct {
 	// admin app set-quota) has that quota whatever RESTApp is.
 	RESTApp int
 	// RedisURL, when set, keeps the limits in that Redis, shared by every
-	// replica that uses it; empty means one in-process limiter.
+	// replica that uses it: one server, a Redis Cluster or the master of
+	// Redis Sentinels (see newRedisClient); empty means one in-process
+	// limiter.
 	RedisURL string
 	// RedisPrefix starts every key the limits write to Redis; empty means
 	// redislimit.DefaultPrefix ("waybill:rl:"). Replicas that share limits
@@ -95,7 +96,7 @@ func limitsFlags(fs *flag.FlagSet, c *limitsConfig) {
 	fs.Var(quotaFlag{&c.RESTApp}, "rate-rest-app", "`N` requests per minute of each app to the REST API within its organization, beside the organization's limit; 0 gives apps no limit of their own (waybill admin app set-quota still gives one app its own)")
 	fs.Var(quotaFlag{&c.Edge}, "rate-edge", "`N` requests per minute of each authenticated app (else of each remote address) to the edge functions (/functions/v1/*); 0 disables the limit")
 	fs.Var(quotaFlag{&c.Token}, "rate-token", "`N` requests per minute of each authenticated client to the token endpoints, of each remote address to them without a client that authenticates, of each remote address and each email to the password sign-ins, and of each signed-in user to the consent form (an IPv6 address counts as its /64); 0 disables the limit")
-	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` (redis://... or rediss://...) that keeps the rate limits, shared by every replica using it (default: in process)")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "Redis `URL` that keeps the rate limits, shared by every replica using it (default: in process): one server, redis://[user:password@]host:port/db (rediss:// for TLS); a Redis Cluster, redis+cluster://[user:password@]host:port,host:port,... (rediss+cluster://); or the master named master watched by Redis Sentinels, redis+sentinel://[user:password@]host:26379,host:26379,.../master[?db=N&sentinel_password=P] (rediss+sentinel://)")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "", "`prefix` of the rate limits' Redis keys (default "+redislimit.DefaultPrefix+")")
 }
 
@@ -180,6 +181,10 @@ type rateLimits struct {
 	errors apierrors.Writer
 	// close releases the Redis client; nil for the in-process limiter.
 	close func() error
+	// reload, for a Redis Cluster, makes the client read the cluster's
+	// slots again; it is called at each failure of the limiter, so that a
+	// replica promoted in place of a dead master is found at once.
+	reload func()
 	// quotas are the per-app overrides of "rest-app"; nil until
 	// WatchQuotas, and then none.
 	quotas atomic.Pointer[appQuotas]
@@ -212,12 +217,19 @@ func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog
 		}
 		l.limiter = redislimit.New(client, redislimit.Options{Prefix: c.RedisPrefix})
 		l.close = client.Close
+		if cluster, ok := client.(*redis.ClusterClient); ok {
+			// go-redis reloads the slots of a cluster on MOVED only:
+			// after a master died it would keep dialing it until the
+			// next periodic reload. Any failure reloads them, in the
+			// background (at most one reload at a time).
+			l.reload = func() { cluster.ReloadState(context.Background()) }
+		}
 		backend = "redis"
 		pingCtx, cancel := context.WithTimeout(ctx, redisPingTimeout)
 		defer cancel()
 		if err := client.Ping(pingCtx).Err(); err != nil {
 			logger.Warn("rate limits: redis does not answer; requests pass unlimited until it does",
-				"redis_url", redactURL(c.RedisURL), "error", err.Error())
+				"redis_url", redactRedisURL(c.RedisURL), "error", err.Error())
 		}
 	}
 	if m != nil {
@@ -228,40 +240,10 @@ func newRateLimits(ctx context.Context, c limitsConfig, m *metrics, logger *slog
 	}
 	attrs := []any{"backend", backend, limitREST, l.rest.Quota, limitRESTApp, l.restApp.Quota, limitEdge, l.edge.Quota, limitToken, l.token.Quota, "window", rateWindow.String()}
 	if c.RedisURL != "" {
-		attrs = append(attrs, "redis_url", redactURL(c.RedisURL))
+		attrs = append(attrs, "redis_url", redactRedisURL(c.RedisURL))
 	}
 	logger.Info("rate limits", attrs...)
 	return l, nil
-}
-
-// newRedisClient returns a client on the Redis of rawURL, with the
-// timeouts above where the URL sets none.
-func newRedisClient(rawURL string) (*redis.Client, error) {
-	opts, err := redis.ParseURL(rawURL)
-	if err != nil {
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			// It quotes the URL, and with it a password.
-			err = errors.New("not a URL")
-		}
-		return nil, fmt.Errorf("--redis-url %s: %w", redactURL(rawURL), err)
-	}
-	if opts.DialTimeout == 0 {
-		opts.DialTimeout = redisDialTimeout
-	}
-	if opts.ReadTimeout == 0 {
-		opts.ReadTimeout = redisIOTimeout
-	}
-	if opts.WriteTimeout == 0 {
-		opts.WriteTimeout = redisIOTimeout
-	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = redisMaxRetries
-	}
-	if opts.DialerRetries == 0 {
-		opts.DialerRetries = redisDialerRetries
-	}
-	return redis.NewClient(opts), nil
 }
 
 // redisLogger passes the log lines of go-redis to a slog.Logger at debug
@@ -382,6 +364,9 @@ func (l *rateLimits) middleware(lim ratelimit.Limit, key ratelimit.KeyFunc) func
 func (l *rateLimits) onError(name string) func(*http.Request, error) {
 	log := l.errorLogs[name]
 	return func(r *http.Request, err error) {
+		if l.reload != nil {
+			l.reload()
+		}
 		if l.metrics != nil {
 			l.metrics.limitErrors.WithLabelValues(name).Inc()
 		}
@@ -468,7 +453,7 @@ func (c countingLimiter) Allow(ctx context.Context, key string, l ratelimit.Limi
 // and the app of its token, "{<organization>}:client:<client id>" (see
 // oauth.ClientKey); none for a token of no app. The organization is a Redis
 // hash tag, as in keyByOrganization: the two keys of one request hash to
-// one slot of a Redis Cluster, which one script needs.
+// one slot of a Redis Cluster, where one script decides them atomically.
 func keyByOrganizationApp(r *http.Request) (string, bool) {
 	t, ok := tenancy.FromContext(r.Context())
 	if !ok || t.OrganizationID == "" || t.Claims == nil || t.Claims.ClientID == "" {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -530,9 +531,10 @@ func TestQuotaFlag(t *testing.T) {
 
 func TestNewRedisClient(t *testing.T) {
 	t.Parallel()
-	client, err := newRedisClient("redis://:pw@127.0.0.1:6379/2")
+	c, err := newRedisClient("redis://:pw@127.0.0.1:6379/2")
 	require.NoError(t, err)
-	defer client.Close()
+	defer c.Close()
+	client := c.(*redis.Client)
 	opts := client.Options()
 	assert.Equal(t, 2, opts.DB)
 	assert.Equal(t, redisDialTimeout, opts.DialTimeout)
@@ -542,9 +544,10 @@ func TestNewRedisClient(t *testing.T) {
 	assert.Equal(t, redisDialerRetries, opts.DialerRetries)
 
 	// The URL may set them itself.
-	client, err = newRedisClient("redis://127.0.0.1:6379/0?dial_timeout=3s&read_timeout=2s&max_retries=4")
+	c, err = newRedisClient("redis://127.0.0.1:6379/0?dial_timeout=3s&read_timeout=2s&max_retries=4")
 	require.NoError(t, err)
-	defer client.Close()
+	defer c.Close()
+	client = c.(*redis.Client)
 	assert.Equal(t, 3*time.Second, client.Options().DialTimeout)
 	assert.Equal(t, 2*time.Second, client.Options().ReadTimeout)
 	assert.Equal(t, 4, client.Options().MaxRetries)

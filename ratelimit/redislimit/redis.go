@@ -10,6 +10,12 @@
 // memory. Time is the Redis server's (TIME inside the script), so replicas
 // whose clocks disagree still agree on every limit.
 //
+// The client is any redis.UniversalClient: one server, a failover client
+// of Redis Sentinel (redis.NewFailoverClient), or a Redis Cluster
+// (redis.NewClusterClient). On a cluster a decision under one key is as
+// atomic as on one server; one under several keys (AllowAll) is when they
+// share a hash tag, and is decided slot by slot otherwise (see AllowAll).
+//
 // The limiter returns Redis errors as errors; the middleware of package
 // ratelimit applies its fail-open or fail-closed policy to them. go-redis
 // reconnects by itself, so once Redis is back, decisions simply work again,
@@ -65,8 +71,10 @@ type Limiter struct {
 	client redis.UniversalClient
 	script *redis.Script
 	multi  *redis.Script
-	prefix string
-	now    func() time.Time
+	// dryMulti is multiScript without its writes (see runMulti).
+	dryMulti *redis.Script
+	prefix   string
+	now      func() time.Time
 }
 
 var _ ratelimit.Limiter = (*Limiter)(nil)
@@ -79,7 +87,7 @@ func New(client redis.UniversalClient, opts Options) *Limiter {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Limiter{client: client, script: redis.NewScript(script), multi: redis.NewScript(multiScript), prefix: prefix, now: opts.Now}
+	return &Limiter{client: client, script: redis.NewScript(script), multi: redis.NewScript(multiScript), dryMulti: redis.NewScript(dryMultiScript), prefix: prefix, now: opts.Now}
 }
 
 // script is one GCRA decision, the Lua twin of gcra.Rate.Take.
@@ -249,13 +257,20 @@ end
 return out
 `
 
+// dryMultiScript is multiScript deciding without writing anything.
+var dryMultiScript = strings.Replace(multiScript, "\nif all == 1 then\n", "\nif false then\n", 1)
+
 // AllowAll decides one request under every charge at once in one atomic
 // script, one round trip, as ratelimit.MultiLimiter prescribes: counted
 // under every charge when each has room, under none when any refuses.
 //
-// With a Redis Cluster, the keys of one call must hash to one slot: give
-// the request keys a common hash tag, e.g. "{org-1}" under one limit and
-// "{org-1}:app-7" under the other.
+// With a Redis Cluster (a *redis.ClusterClient), the decision is atomic
+// when the keys of one call hash to one slot: give the request keys a
+// common hash tag, e.g. "{org-1}" under one limit and "{org-1}:app-7"
+// under the other. Keys of several slots are decided slot by slot, in two
+// steps (see runMulti): a refusal still counts under none of them, but a
+// request that a concurrent one beats to the last room of a key may stay
+// counted under the keys of other slots.
 func (l *Limiter) AllowAll(ctx context.Context, charges []ratelimit.Charge, ds []ratelimit.Decision) error {
 	if len(ds) < len(charges) {
 		return fmt.Errorf("redislimit: %d decisions for %d charges", len(ds), len(charges))
@@ -293,12 +308,9 @@ func (l *Limiter) AllowAll(ctx context.Context, charges []ratelimit.Charge, ds [
 		now := l.now()
 		args = append(args, now.Unix(), now.Nanosecond())
 	}
-	reply, err := l.multi.Run(ctx, l.client, keys, args...).Int64Slice()
+	reply, err := l.runMulti(ctx, keys, args)
 	if err != nil {
-		return fmt.Errorf("redislimit: %w", err)
-	}
-	if len(reply) != 1+5*len(keys) {
-		return errors.New("redislimit: unexpected reply from the script")
+		return err
 	}
 	all := reply[0] == 1
 	j := 0
@@ -322,6 +334,104 @@ func (l *Limiter) AllowAll(ctx context.Context, charges []ratelimit.Charge, ds [
 		}
 	}
 	return nil
+}
+
+// runMulti runs multiScript on keys with args (four per key, and the time
+// when Options.Now is set) and returns its reply, 1+5*len(keys) numbers.
+//
+// On a Redis Cluster, whose scripts may touch the keys of one hash slot
+// only, keys of several slots are decided in two steps: first the script
+// decides each slot's keys without writing (dryMultiScript), and a refusal
+// by any ends the decision there, counted under none of the keys; else
+// the script charges each slot's keys in turn. Between the two steps
+// another request may take the last room of a key, and then this one is
+// refused but stays counted under the keys of the slots charged before:
+// keys that share a hash tag (one slot) are decided atomically, as on one
+// server.
+func (l *Limiter) runMulti(ctx context.Context, keys []string, args []any) ([]int64, error) {
+	groups := [][]int{nil}
+	if _, ok := l.client.(*redis.ClusterClient); ok && len(keys) > 1 {
+		groups = slotGroups(keys)
+	}
+	if len(groups) == 1 {
+		reply, err := l.multi.Run(ctx, l.client, keys, args...).Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("redislimit: %w", err)
+		}
+		if len(reply) != 1+5*len(keys) {
+			return nil, errors.New("redislimit: unexpected reply from the script")
+		}
+		return reply, nil
+	}
+	reply := make([]int64, 1+5*len(keys))
+	reply[0] = 1
+	for _, script := range []*redis.Script{l.dryMulti, l.multi} {
+		for _, g := range groups {
+			gkeys := make([]string, len(g))
+			gargs := make([]any, 0, 4*len(g)+2)
+			for j, i := range g {
+				gkeys[j] = keys[i]
+				gargs = append(gargs, args[4*i:4*i+4]...)
+			}
+			gargs = append(gargs, args[4*len(keys):]...) // the time, if any
+			r, err := script.Run(ctx, l.client, gkeys, gargs...).Int64Slice()
+			if err != nil {
+				return nil, fmt.Errorf("redislimit: %w", err)
+			}
+			if len(r) != 1+5*len(g) {
+				return nil, errors.New("redislimit: unexpected reply from the script")
+			}
+			for j, i := range g {
+				copy(reply[1+5*i:1+5*i+5], r[1+5*j:1+5*j+5])
+			}
+			if r[0] != 1 {
+				reply[0] = 0
+				return reply, nil
+			}
+		}
+	}
+	return reply, nil
+}
+
+// slotGroups returns the indexes of keys grouped by Redis Cluster hash
+// slot, in the order of each slot's first key.
+func slotGroups(keys []string) [][]int {
+	var groups [][]int
+	bySlot := map[uint16]int{}
+	for i, k := range keys {
+		s := slot(k)
+		g, ok := bySlot[s]
+		if !ok {
+			g = len(groups)
+			bySlot[s] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// slot returns the Redis Cluster hash slot of key: the CRC16 (XMODEM) of
+// its hash tag, the part between its first { and the next } when not
+// empty, else of the whole key, modulo 16384.
+func slot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
 }
 
 // key returns the Redis key of a request's key under a limit name.
