@@ -257,8 +257,15 @@ end
 return out
 `
 
-// dryMultiScript is multiScript deciding without writing anything.
-var dryMultiScript = strings.Replace(multiScript, "\nif all == 1 then\n", "\nif false then\n", 1)
+// dryMultiScript is multiScript deciding without writing anything: its
+// writes, under "if all == 1 then", never run.
+var dryMultiScript = func() string {
+	dry := strings.Replace(multiScript, "\nif all == 1 then\n", "\nif false then\n", 1)
+	if dry == multiScript {
+		panic("redislimit: multiScript no longer holds the writes dryMultiScript turns off")
+	}
+	return dry
+}()
 
 // AllowAll decides one request under every charge at once in one atomic
 // script, one round trip, as ratelimit.MultiLimiter prescribes: counted
