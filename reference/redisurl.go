@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -78,11 +79,7 @@ func parseRedisURL(rawURL string) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.DialTimeout = orDefault(opts.DialTimeout, redisDialTimeout)
-	opts.ReadTimeout = orDefault(opts.ReadTimeout, redisIOTimeout)
-	opts.WriteTimeout = orDefault(opts.WriteTimeout, redisIOTimeout)
-	opts.MaxRetries = orDefault(opts.MaxRetries, redisMaxRetries)
-	opts.DialerRetries = orDefault(opts.DialerRetries, redisDialerRetries)
+	withRedisDefaults(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries)
 	return redis.NewClient(opts), nil
 }
 
@@ -99,11 +96,7 @@ func clusterOptions(rawURL string) (*redis.ClusterOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.DialTimeout = orDefault(opts.DialTimeout, redisDialTimeout)
-	opts.ReadTimeout = orDefault(opts.ReadTimeout, redisIOTimeout)
-	opts.WriteTimeout = orDefault(opts.WriteTimeout, redisIOTimeout)
-	opts.MaxRetries = orDefault(opts.MaxRetries, redisMaxRetries)
-	opts.DialerRetries = orDefault(opts.DialerRetries, redisDialerRetries)
+	withRedisDefaults(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries)
 	return opts, nil
 }
 
@@ -138,11 +131,7 @@ func sentinelOptions(rawURL string) (*redis.FailoverOptions, error) {
 	}
 	opts.Username, opts.Password = user, password
 	opts.SentinelUsername, opts.SentinelPassword = sentinelUser, sentinelPassword
-	opts.DialTimeout = orDefault(opts.DialTimeout, redisDialTimeout)
-	opts.ReadTimeout = orDefault(opts.ReadTimeout, redisIOTimeout)
-	opts.WriteTimeout = orDefault(opts.WriteTimeout, redisIOTimeout)
-	opts.MaxRetries = orDefault(opts.MaxRetries, redisMaxRetries)
-	opts.DialerRetries = orDefault(opts.DialerRetries, redisDialerRetries)
+	withRedisDefaults(&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.MaxRetries, &opts.DialerRetries)
 	return opts, nil
 }
 
@@ -225,6 +214,16 @@ func redactRedisURL(rawURL string) string {
 var sentinelPasswordParam = regexp.MustCompile(`([?&]sentinel_password=)[^&#]*`)
 
 // orDefault returns v, or def when v is zero (unset in the URL).
+// withRedisDefaults sets the server's timeouts and retries of a Redis
+// client (one server, a cluster or Sentinel's) where its URL set none.
+func withRedisDefaults(dial, read, write *time.Duration, retries, dialerRetries *int) {
+	*dial = orDefault(*dial, redisDialTimeout)
+	*read = orDefault(*read, redisIOTimeout)
+	*write = orDefault(*write, redisIOTimeout)
+	*retries = orDefault(*retries, redisMaxRetries)
+	*dialerRetries = orDefault(*dialerRetries, redisDialerRetries)
+}
+
 func orDefault[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
