@@ -213,7 +213,6 @@ func redactRedisURL(rawURL string) string {
 // parameter, after its name (group 1).
 var sentinelPasswordParam = regexp.MustCompile(`([?&]sentinel_password=)[^&#]*`)
 
-// orDefault returns v, or def when v is zero (unset in the URL).
 // withRedisDefaults sets the server's timeouts and retries of a Redis
 // client (one server, a cluster or Sentinel's) where its URL set none.
 func withRedisDefaults(dial, read, write *time.Duration, retries, dialerRetries *int) {
@@ -224,6 +223,7 @@ func withRedisDefaults(dial, read, write *time.Duration, retries, dialerRetries 
 	*dialerRetries = orDefault(*dialerRetries, redisDialerRetries)
 }
 
+// orDefault returns v, or def when v is zero (unset in the URL).
 func orDefault[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
