@@ -34,7 +34,8 @@ const (
 //     needed in time, such as a free database connection within the
 //     server's bound; 503 temporarily_unavailable with Retry-After: 1;
 //   - a dependency that cannot be reached or went away: a network error,
-//     a connection refused or reset, a driver's bad connection, or a
+//     a connection refused or reset, a driver's bad connection, pgx's
+//     connection closed before a statement could be sent, or a
 //     PostgreSQL error of SQLSTATE class 08 (connection exception), 53
 //     (insufficient resources, such as too many connections) or 57P01-03
 //     (the server shuts down or starts); 503 temporarily_unavailable with
@@ -108,6 +109,28 @@ func overloaded(err error) bool {
 	return sqlState(err) == "57014"
 }
 
+// connClosed reports whether err is pgx's error for a statement on a
+// connection that went away before it could be sent (pgconn.ErrConnClosed,
+// "conn closed", inside an error whose SafeToRetry says that nothing was
+// sent): the database dropped the connection, as when it is cut off
+// mid-transaction. It is recognized by that method and that text together,
+// without importing the driver; the text alone is not enough.
+func connClosed(err error) bool {
+	var retry interface {
+		error
+		SafeToRetry() bool
+	}
+	if !errors.As(err, &retry) || !retry.SafeToRetry() {
+		return false
+	}
+	for e := error(retry); e != nil; e = errors.Unwrap(e) {
+		if e.Error() == "conn closed" {
+			return true
+		}
+	}
+	return false
+}
+
 // sqlState returns the SQLSTATE of the PostgreSQL error in err's chain, or
 // "". pgx's *pgconn.PgError is recognized by its SQLState method.
 func sqlState(err error) string {
@@ -130,6 +153,9 @@ func unreachable(err error) bool {
 		if errors.Is(err, target) {
 			return true
 		}
+	}
+	if connClosed(err) {
+		return true
 	}
 	switch state := sqlState(err); {
 	case len(state) != 5:

@@ -24,6 +24,23 @@ type pgError struct{ state string }
 func (e *pgError) Error() string    { return "pg error " + e.state }
 func (e *pgError) SQLState() string { return e.state }
 
+// lockError has the method and the unwrapped text by which From
+// recognizes pgx's error for a connection closed before a statement was
+// sent (pgconn's connLockError around pgconn.ErrConnClosed).
+type lockError struct {
+	status string
+	safe   bool
+}
+
+func (e *lockError) Error() string     { return e.status }
+func (e *lockError) SafeToRetry() bool { return e.safe }
+func (e *lockError) Unwrap() error {
+	if e.status == "conn closed" {
+		return errors.New("conn closed")
+	}
+	return nil
+}
+
 func TestFrom(t *testing.T) {
 	t.Parallel()
 	dialErr := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
@@ -55,6 +72,10 @@ func TestFrom(t *testing.T) {
 		{"cannot connect now", &pgError{"57P03"}, "temporarily_unavailable", 503, "5"},
 		{"statement cancelled", &pgError{"57014"}, "temporarily_unavailable", 503, "1"},
 		{"a short SQLSTATE", &pgError{"08"}, "server_error", 500, ""},
+		{"connection closed before a statement", apierrors.Internal(fmt.Errorf("insert: %w", &lockError{"conn closed", true})), "temporarily_unavailable", 503, "5"},
+		{"the text of a closed connection alone", errors.New("conn closed"), "server_error", 500, ""},
+		{"a busy connection", &lockError{"conn busy", true}, "server_error", 500, ""},
+		{"closed, but not safe to retry", &lockError{"conn closed", false}, "server_error", 500, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
