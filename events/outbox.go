@@ -37,14 +37,22 @@ type Outbox struct {
 	Dialect query.Dialect
 }
 
-// Append records c in tx. It implements resource.Outbox.
-func (o *Outbox) Append(ctx context.Context, tx *sql.Tx, c *resource.Change) error {
+// changeEvents returns the events of the write c, and the change of each
+// (c every time): the write's own event and, when it moved the status,
+// the status_changed event after it.
+func changeEvents(c *resource.Change) ([]*resource.Change, []*event) {
 	evs := []*event{newEvent(c, c.Operation.String())}
 	of := []*resource.Change{c}
 	if c.Status != nil {
 		evs = append(evs, newEvent(c, StatusChanged))
 		of = append(of, c)
 	}
+	return of, evs
+}
+
+// Append records c in tx. It implements resource.Outbox.
+func (o *Outbox) Append(ctx context.Context, tx *sql.Tx, c *resource.Change) error {
+	of, evs := changeEvents(c)
 	if err := o.insert(ctx, tx, of, evs); err != nil {
 		return fmt.Errorf("events: append: %w", err)
 	}
@@ -68,12 +76,7 @@ func (o *Outbox) AppendWith(ctx context.Context, tx *sql.Tx, c *resource.Change,
 		}
 		return nil
 	}
-	evs := []*event{newEvent(c, c.Operation.String())}
-	of := []*resource.Change{c}
-	if c.Status != nil {
-		evs = append(evs, newEvent(c, StatusChanged))
-		of = append(of, c)
-	}
+	of, evs := changeEvents(c)
 	text, withArgs := with(postgresInsertParams + 1)
 	args := append(postgresArgs(of, evs), withArgs...)
 	if _, err := tx.ExecContext(ctx, "WITH written AS ("+text+") "+postgresInsert, args...); err != nil {
@@ -108,12 +111,8 @@ func (o *Outbox) AppendAll(ctx context.Context, tx *sql.Tx, cs []*resource.Chang
 		var evs []*event
 		var of []*resource.Change // the change of each event
 		for _, c := range part {
-			evs = append(evs, newEvent(c, c.Operation.String()))
-			of = append(of, c)
-			if c.Status != nil {
-				evs = append(evs, newEvent(c, StatusChanged))
-				of = append(of, c)
-			}
+			cof, cevs := changeEvents(c)
+			of, evs = append(of, cof...), append(evs, cevs...)
 		}
 		if err := o.insert(ctx, tx, of, evs); err != nil {
 			return fmt.Errorf("events: append: %w", err)
