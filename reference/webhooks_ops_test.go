@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,6 +29,9 @@ type hookCall struct {
 	header http.Header
 	body   []byte
 	event  map[string]any
+	// sdkErr is why the CloudEvents SDK's HTTP binding could not read the
+	// delivery as a CloudEvent with its webhook-id, or nil.
+	sdkErr error
 }
 
 // hookLog is a receiver that keeps every delivery as it came, without
@@ -43,8 +49,16 @@ func newHookLog(t *testing.T) *hookLog {
 		body, _ := io.ReadAll(r.Body)
 		var ev map[string]any
 		_ = json.Unmarshal(body, &ev)
+		call := hookCall{header: r.Header.Clone(), body: body, event: ev}
+		req := r.Clone(r.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if ce, err := cehttp.NewEventFromHTTPRequest(req); err != nil {
+			call.sdkErr = err
+		} else if ce.ID() != r.Header.Get("webhook-id") {
+			call.sdkErr = fmt.Errorf("the SDK read the event %q, not %q", ce.ID(), r.Header.Get("webhook-id"))
+		}
 		h.mu.Lock()
-		h.calls = append(h.calls, hookCall{header: r.Header.Clone(), body: body, event: ev})
+		h.calls = append(h.calls, call)
 		status := h.status
 		h.mu.Unlock()
 		w.WriteHeader(status)
@@ -71,7 +85,11 @@ func (h *hookLog) setStatus(status int) {
 func (h *hookLog) wait(t *testing.T, n int) []hookCall {
 	t.Helper()
 	require.Eventually(t, func() bool { return len(h.snapshot()) >= n }, 15*time.Second, 10*time.Millisecond, "%d deliveries", n)
-	return h.snapshot()
+	calls := h.snapshot()
+	for _, c := range calls {
+		require.NoError(t, c.sdkErr, "the CloudEvents SDK reads every delivery: %s", c.body)
+	}
+	return calls
 }
 
 // handSign is the Standard Webhooks signature computed by hand: "v1," and
