@@ -7,15 +7,16 @@ package main
 //
 //	go test -run '^$' -bench BenchmarkHTTP -benchtime 1x ./reference
 //
-// with WAYBILL_TEST_DATABASE_URL set (or Docker for testcontainers). It
-// needs the go command on PATH (it builds both programs) and takes about a
-// minute and a half. Its own flags follow -args:
+// with WAYBILL_TEST_DATABASE_URL set (or Docker for testcontainers), or
+// with scripts/benchhttp, which sets it up. It needs the go command on PATH
+// (it builds both programs) and takes about four minutes. Its own flags
+// follow -args:
 //
-//	go test -run '^$' -bench BenchmarkHTTP -benchtime 1x ./reference -args -bh.rounds 2 -bh.duration 10s
+//	go test -run '^$' -bench BenchmarkHTTP -benchtime 1x ./reference -args -bh.rounds 3 -bh.duration 10s
 //
 //	-bh.duration D       measured time of each run (5s)
 //	-bh.warmup D         unmeasured load before it (1s)
-//	-bh.rounds N         runs of each program per case, alternating (1)
+//	-bh.rounds N         runs of each program per case, interleaved (2)
 //	-bh.max-conns N      the pool of both: waybill --db-max-conns, the floor's MaxConns (16);
 //	                     both keep their connections, so 2N must fit in
 //	                     PostgreSQL's max_connections beside everything else
@@ -29,23 +30,26 @@ package main
 // that both answer the same, and drives each in turn with the same closed
 // loop: N clients on keep-alive connections, each sending its next request
 // as soon as the last one is answered. The cases are the list of
-// bench_test.go's benchQuery and the client-credentials token request, at
-// 16 and 64 clients. Every case runs waybill and the floor one after the
-// other, the order alternating from case to case and round to round, so that
-// both see the same machine. It prints a table and reports, per case,
-// req/s, p50 and p99 latency, non-2xx responses (transport errors apart),
-// the PostgreSQL sessions of each program during the run (the most seen
-// in pg_stat_activity, sampled every 100 ms, by application_name), the
+// bench_test.go's benchQuery (with its total), the client-credentials token
+// request, the introspection of an access token by its client and the
+// creation of an account, at 16 and 64 clients. Every case runs waybill and
+// the floor one after the other, the order alternating from case to case
+// and round to round, so that both see the same machine. It prints a table
+// of each round and of the medians over the rounds, and reports, per case,
+// the medians of req/s, p50 and p99 latency, and over all rounds non-2xx
+// responses (transport errors apart), the statements each program sent to
+// PostgreSQL per request, its PostgreSQL sessions during the run (the most
+// seen in pg_stat_activity, sampled every 100 ms, by application_name), the
 // sessions opened in the database meanwhile (pg_stat_database.sessions,
-// warm-up included), the CPU time of the program's process per
-// request (from /proc), its heap allocations per request, and the ratios
-// waybill/floor of throughput and p99.
+// warm-up included), the CPU time of the program's process per request
+// (from /proc), its heap allocations per request, and the ratios
+// waybill/floor of the medians of throughput and p99.
 // b.ReportAllocs would count the load generator's allocations, the same
 // for both; the programs' own heap allocations per request are reported
 // instead, with the time requests waited for a free database connection,
-// from waybill's /metrics (go_memstats_mallocs_total, go_sql_wait_*) and
-// from the line the floor prints on SIGUSR1 (runtime.MemStats, pgxpool's
-// Stat).
+// from waybill's /metrics (go_memstats_mallocs_total, go_sql_wait_*,
+// waybill_db_statements_total) and from the line the floor prints on
+// SIGUSR1 (runtime.MemStats, pgxpool's Stat, its pgx tracer's count).
 //
 // The load generator runs in the test process, on the same machine as both
 // programs and PostgreSQL: the figures are those of one box doing
@@ -83,7 +87,7 @@ import (
 var (
 	bhDuration     = flag.Duration("bh.duration", 5*time.Second, "BenchmarkHTTP: measured `time` of each run")
 	bhWarmup       = flag.Duration("bh.warmup", time.Second, "BenchmarkHTTP: unmeasured `time` of load before each run")
-	bhRounds       = flag.Int("bh.rounds", 1, "BenchmarkHTTP: `runs` of each program per case")
+	bhRounds       = flag.Int("bh.rounds", 2, "BenchmarkHTTP: `runs` of each program per case, interleaved; the table gives each and their median")
 	bhMaxConns     = flag.Int("bh.max-conns", 16, "BenchmarkHTTP: database `connections` of each program (waybill --db-max-conns, the floor's MaxConns)")
 	bhWaybillFlags = flag.String("bh.waybill-flags", "", "BenchmarkHTTP: more `flags` of waybill serve, space-separated")
 	bhWaybillBin   = flag.String("bh.waybill-bin", "", "BenchmarkHTTP: a waybill `binary` to measure instead of building this one")
@@ -111,7 +115,7 @@ type bhProgram struct {
 
 // bhCase is one request shape at one concurrency.
 type bhCase struct {
-	kind    string // "list", "token" or "post"
+	kind    string // "list", "token", "introspect" or "post"
 	clients int
 	request func(ctx context.Context, base string) *http.Request
 }
@@ -175,6 +179,55 @@ func (r *bhResult) add(o bhResult) {
 	r.counters = r.counters.plus(o.counters)
 	if r.sample == "" {
 		r.sample = o.sample
+	}
+}
+
+// bhRuns are the runs of one program in one case, one a round.
+type bhRuns []bhResult
+
+// merged returns the runs as one result: their requests, errors, CPU time
+// and counters summed, their latencies pooled.
+func (rs bhRuns) merged() bhResult {
+	var m bhResult
+	for _, r := range rs {
+		m.add(r)
+	}
+	return m
+}
+
+// median returns the median over the runs of what f measures of each.
+func (rs bhRuns) median(f func(*bhResult) float64) float64 {
+	v := make([]float64, len(rs))
+	for i := range rs {
+		v[i] = f(&rs[i])
+	}
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
+}
+
+// bhFigures are the headline figures of one program in one case: of a run,
+// or the medians of the runs.
+type bhFigures struct {
+	throughput float64       // req/s
+	p50, p99   time.Duration // latency
+}
+
+func (r *bhResult) figures() bhFigures {
+	return bhFigures{r.throughput(), r.quantile(0.5), r.quantile(0.99)}
+}
+
+// medians returns the medians over the runs of throughput, p50 and p99.
+func (rs bhRuns) medians() bhFigures {
+	return bhFigures{
+		throughput: rs.median(func(r *bhResult) float64 { return r.throughput() }),
+		p50:        time.Duration(rs.median(func(r *bhResult) float64 { return float64(r.quantile(0.5)) })),
+		p99:        time.Duration(rs.median(func(r *bhResult) float64 { return float64(r.quantile(0.99)) })),
 	}
 }
 
@@ -263,7 +316,7 @@ func BenchmarkHTTP(b *testing.B) {
 
 	type row struct {
 		c        bhCase
-		wb, fl   bhResult
+		wb, fl   bhRuns
 		complete bool
 	}
 	var rows []*row
@@ -277,12 +330,25 @@ func BenchmarkHTTP(b *testing.B) {
 		req.Header.Set("Content-Type", "application/json")
 		return req
 	}
-	for _, kind := range []string{"list", "token", "post"} {
+	// The introspection of an access token by its client (RFC 7662).
+	introspectReq := func(ctx context.Context, base string) *http.Request {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/auth/v1/oauth/introspect", strings.NewReader("token="+bearer))
+		if err != nil {
+			panic(err) // Unreachable: the URL is ours.
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(url.QueryEscape(app.ClientID), url.QueryEscape(app.ClientSecret))
+		return req
+	}
+	bhCheckIntrospection(b, waybill, floor, introspectReq)
+	for _, kind := range []string{"list", "token", "introspect", "post"} {
 		for _, clients := range []int{16, 64} {
 			c := bhCase{kind: kind, clients: clients, request: listReq}
 			switch kind {
 			case "token":
 				c.request = tokenReq
+			case "introspect":
+				c.request = introspectReq
 			case "post":
 				c.request = postReq
 			}
@@ -303,17 +369,18 @@ func BenchmarkHTTP(b *testing.B) {
 							p.name, res.non2xx, res.errs, res.sample, bhLastLine(p.logs.String()))
 					}
 					if p == waybill {
-						r.wb.add(res)
+						r.wb = append(r.wb, res)
 					} else {
-						r.fl.add(res)
+						r.fl = append(r.fl, res)
 					}
 				}
 			}
 			r.complete = true
-			bhReport(b, "waybill-", &r.wb)
-			bhReport(b, "floor-", &r.fl)
-			b.ReportMetric(r.wb.throughput()/r.fl.throughput(), "ratio-req/s")
-			b.ReportMetric(float64(r.wb.quantile(0.99))/float64(r.fl.quantile(0.99)), "ratio-p99")
+			wb, fl := r.wb.medians(), r.fl.medians()
+			bhReport(b, "waybill-", r.wb)
+			bhReport(b, "floor-", r.fl)
+			b.ReportMetric(wb.throughput/fl.throughput, "ratio-req/s")
+			b.ReportMetric(float64(wb.p99)/float64(fl.p99), "ratio-p99")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
@@ -323,34 +390,47 @@ func BenchmarkHTTP(b *testing.B) {
 	if *bhWaybillBin != "" {
 		poolNote += " (" + *bhWaybillBin + ")"
 	}
-	fmt.Fprintf(&sb, "\nBenchmarkHTTP: %d quotations in a database of its own; %v runs after %v of warm-up, %d per program and case; %s; floor pgxpool MaxConns %d\n",
+	fmt.Fprintf(&sb, "\nBenchmarkHTTP: %d quotations in a database of its own; %v runs after %v of warm-up, %d per program and case, interleaved; %s; floor pgxpool MaxConns %d\n",
 		bhQuotations, *bhDuration, *bhWarmup, *bhRounds, poolNote, *bhMaxConns)
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tclients\t|\twaybill req/s\tp50\tp99\tnon-2xx\terr\tpg max\tpg new\tcpu/req\tallocs/req\tpool waits\t|\tfloor req/s\tp50\tp99\tnon-2xx\terr\tpg max\tpg new\tcpu/req\tallocs/req\tpool waits\t|\treq/s w/f\tp99 w/f\t")
+	fmt.Fprintln(tw, "case\tclients\tround\t|\twaybill req/s\tp50\tp99\tnon-2xx\terr\tstmts/req\tpg max\tpg new\tcpu/req\tallocs/req\tpool waits\t|\tfloor req/s\tp50\tp99\tnon-2xx\terr\tstmts/req\tpg max\tpg new\tcpu/req\tallocs/req\tpool waits\t|\treq/s w/f\tp99 w/f\t")
 	for _, r := range rows {
 		if !r.complete {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t|\t%s\t|\t%s\t|\t%.2f\t%.2f\t\n", r.c.kind, r.c.clients,
-			bhCells(&r.wb), bhCells(&r.fl), r.wb.throughput()/r.fl.throughput(),
-			float64(r.wb.quantile(0.99))/float64(r.fl.quantile(0.99)))
+		line := func(round string, wb, fl bhFigures, wr, fr *bhResult) {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t|\t%s\t|\t%s\t|\t%.2f\t%.2f\t\n", r.c.kind, r.c.clients, round,
+				bhCells(wb, wr), bhCells(fl, fr), wb.throughput/fl.throughput, float64(wb.p99)/float64(fl.p99))
+		}
+		for i := range r.wb {
+			line(strconv.Itoa(i+1), r.wb[i].figures(), r.fl[i].figures(), &r.wb[i], &r.fl[i])
+		}
+		wm, fm := r.wb.merged(), r.fl.merged()
+		line("median", r.wb.medians(), r.fl.medians(), &wm, &fm)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(&sb, "pg max: most sessions of the program in pg_stat_activity (sampled every 100 ms); pg new: sessions opened in the database, warm-ups included;")
-	fmt.Fprintln(&sb, "cpu/req, allocs/req: CPU time and heap allocations of the program's process per request; pool waits: waits for a free database connection per request (their mean)")
+	fmt.Fprintln(&sb, "round: each run, and the medians of the runs' req/s, p50 and p99 (the other columns of the median line: all runs together);")
+	fmt.Fprintln(&sb, "stmts/req: statements sent to PostgreSQL per request (BEGIN and COMMIT included); pg max: most sessions of the program in pg_stat_activity (sampled every 100 ms);")
+	fmt.Fprintln(&sb, "pg new: sessions opened in the database, warm-ups included; cpu/req, allocs/req: CPU time and heap allocations of the program's process per request;")
+	fmt.Fprintln(&sb, "pool waits: waits for a database connection per request (their mean)")
 	fmt.Print(sb.String())
 }
 
-// bhCells formats a program's columns of the table.
-func bhCells(r *bhResult) string {
+// bhCells formats a program's columns of the table: its figures f, and
+// the rest from r.
+func bhCells(f bhFigures, r *bhResult) string {
+	stmts := "-"
+	if r.countersOK && r.counters.hasStatements && r.requests > 0 {
+		stmts = fmt.Sprintf("%.2f", r.counters.statements/float64(r.requests))
+	}
 	cells := []string{
-		fmt.Sprintf("%.0f", r.throughput()),
-		bhMillis(r.quantile(0.5)), bhMillis(r.quantile(0.99)),
-		strconv.Itoa(r.non2xx), strconv.Itoa(r.errs),
+		fmt.Sprintf("%.0f", f.throughput),
+		bhMillis(f.p50), bhMillis(f.p99),
+		strconv.Itoa(r.non2xx), strconv.Itoa(r.errs), stmts,
 		strconv.Itoa(r.sessMax), strconv.FormatInt(r.sessNew, 10), "-",
 	}
 	if c := r.cpuPerRequest(); c >= 0 {
-		cells[7] = fmt.Sprintf("%dµs", c.Microseconds())
+		cells[8] = fmt.Sprintf("%dµs", c.Microseconds())
 	}
 	allocs, waits := "-", "-"
 	if r.countersOK && r.requests > 0 {
@@ -381,11 +461,15 @@ func bhLastLine(logs string) string {
 }
 
 // bhReport reports a program's figures as metrics of b, each unit
-// prefixed.
-func bhReport(b *testing.B, prefix string, r *bhResult) {
-	b.ReportMetric(r.throughput(), prefix+"req/s")
-	b.ReportMetric(float64(r.quantile(0.5))/1e6, prefix+"p50-ms")
-	b.ReportMetric(float64(r.quantile(0.99))/1e6, prefix+"p99-ms")
+// prefixed: the medians of the runs' req/s, p50 and p99, the rest of all
+// runs together.
+func bhReport(b *testing.B, prefix string, runs bhRuns) {
+	f := runs.medians()
+	merged := runs.merged()
+	r := &merged
+	b.ReportMetric(f.throughput, prefix+"req/s")
+	b.ReportMetric(float64(f.p50)/1e6, prefix+"p50-ms")
+	b.ReportMetric(float64(f.p99)/1e6, prefix+"p99-ms")
 	b.ReportMetric(float64(r.non2xx), prefix+"non2xx")
 	b.ReportMetric(float64(r.errs), prefix+"errors")
 	b.ReportMetric(float64(r.sessMax), prefix+"pg-sessions-max")
@@ -395,6 +479,9 @@ func bhReport(b *testing.B, prefix string, r *bhResult) {
 	}
 	if r.countersOK && r.requests > 0 {
 		b.ReportMetric(r.counters.mallocs/float64(r.requests), prefix+"allocs/req")
+	}
+	if r.countersOK && r.counters.hasStatements && r.requests > 0 {
+		b.ReportMetric(r.counters.statements/float64(r.requests), prefix+"statements/req")
 	}
 	if r.countersOK && r.counters.hasWaits && r.requests > 0 {
 		b.ReportMetric(r.counters.waits/float64(r.requests), prefix+"pool-waits/req")
@@ -595,6 +682,26 @@ func bhCheck(b *testing.B, waybill, floor *bhProgram, tokenReq func(context.Cont
 	return bearers[0]
 }
 
+// bhCheckIntrospection checks that both programs answer the same
+// introspection of the same token (waybill's, which the floor verifies with
+// the same key).
+func bhCheckIntrospection(b *testing.B, waybill, floor *bhProgram, introspectReq func(context.Context, string) *http.Request) {
+	b.Helper()
+	var answers [2]map[string]any
+	for i, p := range []*bhProgram{waybill, floor} {
+		status, body := bhDo(b, introspectReq(b.Context(), p.url))
+		if status != http.StatusOK {
+			b.Fatalf("%s: introspect: %d %s", p.name, status, body)
+		}
+		if err := json.Unmarshal(body, &answers[i]); err != nil {
+			b.Fatalf("%s: introspect: %v: %s", p.name, err, body)
+		}
+	}
+	if answers[0]["active"] != true || !reflect.DeepEqual(answers[0], answers[1]) {
+		b.Fatalf("the introspections differ or are inactive:\nwaybill %v\nfloor   %v", answers[0], answers[1])
+	}
+}
+
 // bhLoad runs c against p: c.clients goroutines in a closed loop, for
 // *bhWarmup unmeasured and then *bhDuration measured, and returns what it
 // measured. Requests answered within the measured window count, whenever
@@ -734,23 +841,27 @@ func bhCPU(pid int) (time.Duration, bool) {
 
 // bhCounters are counters of a program's own.
 type bhCounters struct {
-	mallocs     float64 // heap allocations
-	waits       float64 // acquisitions of a database connection that waited for one
-	waitSeconds float64 // the time they waited
-	hasWaits    bool    // waits and waitSeconds are known (not for a waybill without go_sql_*)
+	mallocs       float64 // heap allocations
+	waits         float64 // acquisitions of a database connection that waited for one
+	waitSeconds   float64 // the time they waited
+	hasWaits      bool    // waits and waitSeconds are known (not for a waybill without go_sql_*)
+	statements    float64 // statements sent to PostgreSQL
+	hasStatements bool    // statements is known (not for a waybill without waybill_db_statements_total)
 }
 
 func (c bhCounters) plus(o bhCounters) bhCounters {
-	return bhCounters{c.mallocs + o.mallocs, c.waits + o.waits, c.waitSeconds + o.waitSeconds, c.hasWaits && o.hasWaits}
+	return bhCounters{c.mallocs + o.mallocs, c.waits + o.waits, c.waitSeconds + o.waitSeconds, c.hasWaits && o.hasWaits,
+		c.statements + o.statements, c.hasStatements && o.hasStatements}
 }
 
 func (c bhCounters) minus(o bhCounters) bhCounters {
-	return bhCounters{c.mallocs - o.mallocs, c.waits - o.waits, c.waitSeconds - o.waitSeconds, c.hasWaits && o.hasWaits}
+	return bhCounters{c.mallocs - o.mallocs, c.waits - o.waits, c.waitSeconds - o.waitSeconds, c.hasWaits && o.hasWaits,
+		c.statements - o.statements, c.hasStatements && o.hasStatements}
 }
 
 // bhReadCounters returns the counters of p so far: from waybill's /metrics,
-// or from the line "mallocs N waits W wait_ns T" that the floor prints on
-// SIGUSR1. It returns false when they cannot be read.
+// or from the line "mallocs N waits W wait_ns T statements S" that the
+// floor prints on SIGUSR1. It returns false when they cannot be read.
 func bhReadCounters(ctx context.Context, p *bhProgram) (bhCounters, bool) {
 	var c bhCounters
 	if p.name == "floor" {
@@ -765,8 +876,8 @@ func bhReadCounters(ctx context.Context, p *bhProgram) (bhCounters, bool) {
 			select {
 			case line := <-p.stdout:
 				var ns float64
-				if _, err := fmt.Sscanf(line, "mallocs %g waits %g wait_ns %g", &c.mallocs, &c.waits, &ns); err == nil {
-					c.waitSeconds, c.hasWaits = ns/1e9, true
+				if _, err := fmt.Sscanf(line, "mallocs %g waits %g wait_ns %g statements %g", &c.mallocs, &c.waits, &ns, &c.statements); err == nil {
+					c.waitSeconds, c.hasWaits, c.hasStatements = ns/1e9, true, true
 					return c, true
 				}
 			case <-timeout:
@@ -800,6 +911,8 @@ func bhReadCounters(ctx context.Context, p *bhProgram) (bhCounters, bool) {
 			dst = &c.waits
 		case "go_sql_wait_duration_seconds_total":
 			dst = &c.waitSeconds
+		case "waybill_db_statements_total":
+			dst = &c.statements
 		default:
 			continue
 		}
@@ -811,5 +924,6 @@ func bhReadCounters(ctx context.Context, p *bhProgram) (bhCounters, bool) {
 		found[name] = true
 	}
 	c.hasWaits = found["go_sql_wait_count_total"] && found["go_sql_wait_duration_seconds_total"]
+	c.hasStatements = found["waybill_db_statements_total"]
 	return c, found["go_memstats_mallocs_total"]
 }

@@ -185,10 +185,11 @@ func benchFloor(b *testing.B, d benchData, parallel bool) {
 		n := 0
 		for rows.Next() {
 			var id, number, account, status, org, branch string
+			var external *string
 			var qdate, valid, created, updated time.Time
 			var weight, volume float64
 			var packages int64
-			if err := rows.Scan(&id, &number, &account, &qdate, &valid, &status, &weight, &volume, &packages, &created, &updated, &org, &branch); err != nil {
+			if err := rows.Scan(&id, &external, &number, &account, &qdate, &valid, &status, &weight, &volume, &packages, &created, &updated, &org, &branch); err != nil {
 				b.Fatal(err)
 			}
 			n++

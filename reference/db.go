@@ -3,19 +3,24 @@ package main
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
@@ -85,10 +90,14 @@ const (
 //     (sqlite:///var/lib/waybill.db). Every connection has foreign keys on,
 //     a busy timeout of 5 s and the WAL journal.
 //
-// The pool of a PostgreSQL database opens at most maxConns connections and
-// keeps them open while they are used: under steady load no request opens a
-// connection of its own. A connection is retired after dbConnMaxLifetime,
-// or after dbConnMaxIdleTime unused.
+// The pool of a PostgreSQL database (pgx's pgxpool, behind database/sql)
+// opens at most maxConns connections and keeps them open while they are
+// used: under steady load no request opens a connection of its own. When
+// every connection is busy, the requests that need one queue and are served
+// in the order they came (database/sql's own pool would hand a freed
+// connection to any waiter, which stretches the slowest requests under
+// load). A connection is retired after dbConnMaxLifetime, or after
+// dbConnMaxIdleTime unused.
 //
 // The pool of a SQLite database holds a single connection, so that the
 // writes of the process are serialized and a transaction that reads then
@@ -115,16 +124,29 @@ func openDB(ctx context.Context, rawURL string, maxConns int) (*sql.DB, query.Di
 		}
 		db.SetMaxOpenConns(1)
 	default:
-		config, err := pgx.ParseConfig(dsn)
+		config, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			return nil, 0, fmt.Errorf("database URL %s: %w", redactURL(rawURL), err)
 		}
-		config.BuildContextWatcherHandler = cancelQuery
-		db = stdlib.OpenDB(*config)
-		db.SetMaxOpenConns(maxConns)
-		db.SetMaxIdleConns(maxConns)
-		db.SetConnMaxLifetime(dbConnMaxLifetime)
-		db.SetConnMaxIdleTime(dbConnMaxIdleTime)
+		config.ConnConfig.BuildContextWatcherHandler = cancelQuery
+		statements := new(statementCounter)
+		config.ConnConfig.Tracer = statements
+		config.MaxConns = int32(min(maxConns, math.MaxInt32))
+		config.MinConns = 0
+		config.MaxConnLifetime = dbConnMaxLifetime
+		config.MaxConnIdleTime = dbConnMaxIdleTime
+		pool, err := pgxpool.NewWithConfig(ctx, config)
+		if err != nil {
+			return nil, 0, fmt.Errorf("database URL %s: %w", redactURL(rawURL), err)
+		}
+		connector := &poolConnector{Connector: stdlib.GetPoolConnector(pool), pool: pool}
+		db = sql.OpenDB(connector)
+		connector.db = db
+		// database/sql keeps no connection of its own: each one goes back
+		// to the pool as soon as it is released, where the request that
+		// waited longest takes it.
+		db.SetMaxIdleConns(0)
+		pgPools.Store(db, &pgDatabase{pool: pool, statements: statements})
 	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
@@ -134,6 +156,55 @@ func openDB(ctx context.Context, rawURL string, maxConns int) (*sql.DB, query.Di
 	}
 	return db, dialect, nil
 }
+
+// poolConnector is the driver.Connector of a PostgreSQL database: every
+// connection that database/sql opens is one acquired from pool, and
+// closing it releases it to pool. Closing the *sql.DB closes pool.
+type poolConnector struct {
+	driver.Connector
+	pool *pgxpool.Pool
+	db   *sql.DB // the database that uses it, the key of pgPools
+}
+
+// Close closes the pool; database/sql calls it once it closed its
+// connections.
+func (c *poolConnector) Close() error {
+	pgPools.Delete(c.db)
+	c.pool.Close()
+	return nil
+}
+
+// pgDatabase is what openDB keeps of a PostgreSQL database besides its
+// *sql.DB, for its metrics (metrics.watchDB).
+type pgDatabase struct {
+	pool       *pgxpool.Pool
+	statements *statementCounter
+}
+
+// pgPools maps each PostgreSQL *sql.DB that openDB returned to its
+// pgDatabase.
+var pgPools sync.Map
+
+// pgDatabaseOf returns the pgDatabase of a PostgreSQL *sql.DB that openDB
+// returned, or nil for another database.
+func pgDatabaseOf(db *sql.DB) *pgDatabase {
+	p, _ := pgPools.Load(db)
+	d, _ := p.(*pgDatabase)
+	return d
+}
+
+// statementCounter counts the statements sent to PostgreSQL, as a pgx
+// tracer: every query and command, BEGIN and COMMIT included.
+type statementCounter struct{ n atomic.Int64 }
+
+// TraceQueryStart implements pgx.QueryTracer.
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+// TraceQueryEnd implements pgx.QueryTracer.
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // cancelGrace is how long a statement whose request is over (its client
 // left, or its deadline passed) may take to stop once PostgreSQL was asked

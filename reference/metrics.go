@@ -33,7 +33,9 @@ const pathMetrics = "/metrics"
 // (see webhookCollector),
 // the collectors of the Go runtime (go_*) and the process (process_*), and,
 // once watchDB is called, those of the database pool (go_sql_*{db_name}:
-// open, in use and idle connections, waits for a free one and their time).
+// open, in use and idle connections, waits for a free one and their time)
+// and, for PostgreSQL, waybill_db_statements_total{db_name}, the statements
+// sent to it.
 //
 // Every label is bounded: route is the path of the ServeMux pattern that
 // served the request ("/v1/{scopeId}/orders", "/" for the catch-all; the
@@ -92,8 +94,14 @@ func newMetrics() *metrics {
 	return m
 }
 
-// watchDB adds the statistics of db's connection pool, labelled db_name.
+// watchDB adds the statistics of db's connection pool, labelled db_name:
+// for PostgreSQL those of its pgxpool.Pool and the statements sent (see
+// poolCollector), for SQLite those of database/sql.
 func (m *metrics) watchDB(db *sql.DB, name string) {
+	if pg := pgDatabaseOf(db); pg != nil {
+		m.registry.MustRegister(newPoolCollector(pg, name))
+		return
+	}
 	m.registry.MustRegister(collectors.NewDBStatsCollector(db, name))
 }
 

@@ -26,8 +26,10 @@ type handlers struct {
 	resource *Resource
 	cols     []column
 	names    []string // the column names of cols
-	keys     []string // `"name":` of each column, for the JSON writer
-	colIndex map[string]int
+	// columnList is names joined with ", ", the columns of selectFrom.
+	columnList string
+	keys       []string // `"name":` of each column, for the JSON writer
+	colIndex   map[string]int
 	// historyKey authenticates the cursors of record histories: the
 	// registry's cursor key.
 	historyKey []byte
@@ -40,13 +42,19 @@ func newHandlers(g *Registry, r *Resource) *handlers {
 		h.names = append(h.names, c.name)
 		h.keys = append(h.keys, string(appendString(nil, c.name))+":")
 	}
+	h.columnList = strings.Join(h.names, ", ")
 	return h
 }
 
 func (h *handlers) db() *sql.DB            { return h.registry.DB }
 func (h *handlers) dialect() query.Dialect { return h.registry.Dialect }
+
+// selectFrom returns the SELECT of the selected columns from the
+// resource's table. Its column list is one string, joined once: squirrel
+// writes it as it would the columns one by one, without building a part
+// for each at every request.
 func (h *handlers) selectFrom() sq.SelectBuilder {
-	return sq.Select(h.names...).From(h.resource.table())
+	return sq.Select(h.columnList).From(h.resource.table())
 }
 
 // tenant returns the tenant that the tenancy middleware resolved.
@@ -637,11 +645,10 @@ func (h *handlers) appendFields(b []byte, vals []any, only []bool) ([]byte, erro
 		}
 		first = false
 		b = append(b, h.keys[i]...)
-		v, err := normalize(c.typ, vals[i])
-		if err != nil {
+		var err error
+		if b, err = appendValue(b, c.typ, vals[i]); err != nil {
 			return nil, err
 		}
-		b = appendJSON(b, v)
 	}
 	return append(b, '}'), nil
 }

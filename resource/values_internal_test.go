@@ -3,6 +3,7 @@ package resource
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -108,6 +109,23 @@ func FuzzAppendJSON(f *testing.F) {
 			require.Equal(t, string(want), string(appendJSON(nil, v)), "%T %#v", v, v)
 		}
 		require.Equal(t, string(appendString(nil, s)), string(appendString(nil, []byte(s))), "a string as bytes")
+
+		// appendValue, the lists' path, writes what normalize then
+		// appendJSON write, or fails where they fail, for every type and
+		// every kind of value a driver scans.
+		scanned := []any{nil, s, []byte(s), i, x, ok, time.Unix(0, ns), time.Unix(0, ns).In(time.FixedZone("x", -7*3600)), strconv.FormatFloat(x, 'g', -1, 64), strconv.FormatInt(i, 10)}
+		for _, typ := range []query.Type{query.String, query.UUID, query.Enum, query.Integer, query.Number, query.Boolean, query.Date, query.Timestamp} {
+			for _, v := range scanned {
+				got, gotErr := appendValue([]byte("x"), typ, v)
+				n, wantErr := normalize(typ, v)
+				if wantErr != nil {
+					require.Error(t, gotErr, "%v %T %#v", typ, v, v)
+					continue
+				}
+				require.NoError(t, gotErr, "%v %T %#v", typ, v, v)
+				require.Equal(t, "x"+string(appendJSON(nil, n)), string(got), "%v %T %#v", typ, v, v)
+			}
+		}
 	})
 }
 

@@ -22,6 +22,11 @@
 //     constant time with secret_hash, and an HS256 token of the claims the
 //     waybill server signs (oauth/bearer's Claims), signed with the raw
 //     key the server takes as --jwt-secret, answered with the same fields.
+//   - POST /auth/v1/oauth/introspect: the introspection (RFC 7662) of an
+//     access token by the client it was issued to: the client
+//     authenticated as for a token, the token's HS256 signature, issuer,
+//     audience and expiry checked, answered with the fields the waybill
+//     server answers.
 //
 // Usage:
 //
@@ -37,12 +42,13 @@
 // It prints "benchfloor listening on http://ADDR" on stdout once it serves,
 // and stops, closing its pool, on SIGINT, SIGTERM or the end of its standard
 // input (so that it does not outlive a benchmark that was killed). On
-// SIGUSR1 it prints on stdout "mallocs N waits W wait_ns T": the heap
-// allocations of the process so far (runtime.MemStats.Mallocs), and the
-// acquisitions of a connection that waited for one, and how long in all
-// (pgxpool's EmptyAcquireCount and EmptyAcquireWaitTime), what the waybill
-// server's /metrics gives as go_memstats_mallocs_total and
-// go_sql_wait_count_total and go_sql_wait_duration_seconds_total.
+// SIGUSR1 it prints on stdout "mallocs N waits W wait_ns T statements S":
+// the heap allocations of the process so far (runtime.MemStats.Mallocs),
+// the acquisitions of a connection that waited for one, and how long in all
+// (pgxpool's EmptyAcquireCount and EmptyAcquireWaitTime), and the statements
+// sent to PostgreSQL (counted by a pgx tracer), what the waybill server's
+// /metrics gives as go_memstats_mallocs_total, go_sql_wait_count_total,
+// go_sql_wait_duration_seconds_total and waybill_db_statements_total.
 package main
 
 import (
@@ -67,6 +73,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -139,6 +146,8 @@ func run(path string) error {
 	if cfg.MaxConns > 0 {
 		pcfg.MaxConns = cfg.MaxConns
 	}
+	statements := new(statementCounter)
+	pcfg.ConnConfig.Tracer = statements
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return err
@@ -154,7 +163,7 @@ func run(path string) error {
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
 			st := pool.Stat()
-			fmt.Printf("mallocs %d waits %d wait_ns %d\n", m.Mallocs, st.EmptyAcquireCount(), st.EmptyAcquireWaitTime().Nanoseconds())
+			fmt.Printf("mallocs %d waits %d wait_ns %d statements %d\n", m.Mallocs, st.EmptyAcquireCount(), st.EmptyAcquireWaitTime().Nanoseconds(), statements.n.Load())
 		}
 	}()
 
@@ -163,6 +172,7 @@ func run(path string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/{scopeId}/quotations", f.list)
 	mux.HandleFunc("POST /auth/v1/oauth/token", f.token)
+	mux.HandleFunc("POST /auth/v1/oauth/introspect", f.introspect)
 	mux.HandleFunc("POST /v1/{scopeId}/accounts", f.createAccount)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -392,51 +402,73 @@ type tokenResponse struct {
 	BranchIDs      []string `json:"branch_ids"`
 }
 
-// token is the client-credentials grant.
-func (f *floor) token(w http.ResponseWriter, r *http.Request) {
+// app is an app as the token endpoints read it.
+type app struct {
+	clientID, id, name, org, scopes, branches string
+}
+
+// authenticate reads the form of a token endpoint's request and
+// authenticates its client (HTTP Basic): one SELECT of the app, the
+// SHA-256 of the secret compared in constant time. It answers the error
+// itself and returns false when the request fails.
+func (f *floor) authenticate(w http.ResponseWriter, r *http.Request) (*app, bool) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
 	user, pass, ok := r.BasicAuth()
 	if !ok {
 		fail(w, http.StatusUnauthorized, "invalid_client", nil)
-		return
+		return nil, false
 	}
 	clientID, err1 := url.QueryUnescape(user)
 	secret, err2 := url.QueryUnescape(pass)
 	if err1 != nil || err2 != nil {
 		fail(w, http.StatusUnauthorized, "invalid_client", nil)
-		return
+		return nil, false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+	if err := r.ParseForm(); err != nil {
 		fail(w, http.StatusBadRequest, "invalid_request", nil)
-		return
+		return nil, false
 	}
-
-	var id, name, org, scopes, branches, redirects string
+	a := &app{clientID: clientID}
+	var redirects string
 	var hash []byte
 	var created time.Time
-	err := f.pool.QueryRow(r.Context(), appSQL, clientID).Scan(&id, &name, &org, &scopes, &branches, &redirects, &hash, &created)
+	err := f.pool.QueryRow(r.Context(), appSQL, clientID).Scan(&a.id, &a.name, &a.org, &a.scopes, &a.branches, &redirects, &hash, &created)
 	if errors.Is(err, pgx.ErrNoRows) {
 		fail(w, http.StatusUnauthorized, "invalid_client", nil)
-		return
+		return nil, false
 	}
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "server_error", err)
-		return
+		return nil, false
 	}
 	sum := sha256.Sum256([]byte(secret))
 	if subtle.ConstantTimeCompare(sum[:], hash) != 1 {
 		fail(w, http.StatusUnauthorized, "invalid_client", nil)
+		return nil, false
+	}
+	return a, true
+}
+
+// token is the client-credentials grant.
+func (f *floor) token(w http.ResponseWriter, r *http.Request) {
+	a, ok := f.authenticate(w, r)
+	if !ok {
 		return
 	}
+	if r.PostForm.Get("grant_type") != "client_credentials" {
+		fail(w, http.StatusBadRequest, "invalid_request", nil)
+		return
+	}
+	clientID, id, name, org := a.clientID, a.id, a.name, a.org
 	c := &claims{Issuer: f.cfg.Issuer, Subject: id, Audience: "authenticated", Role: "authenticated",
 		ID: uuid.Must(uuid.NewV7()).String(), OrganizationID: org, ClientID: clientID, AppName: name, Grant: "client_credentials"}
-	if err := json.Unmarshal([]byte(scopes), &c.Scopes); err != nil {
+	if err := json.Unmarshal([]byte(a.scopes), &c.Scopes); err != nil {
 		fail(w, http.StatusInternalServerError, "server_error", err)
 		return
 	}
-	if err := json.Unmarshal([]byte(branches), &c.BranchIDs); err != nil {
+	if err := json.Unmarshal([]byte(a.branches), &c.BranchIDs); err != nil {
 		fail(w, http.StatusInternalServerError, "server_error", err)
 		return
 	}
@@ -462,6 +494,62 @@ func (f *floor) token(w http.ResponseWriter, r *http.Request) {
 		Scope: strings.Join(c.Scopes, " "), OrganizationID: org, BranchIDs: c.BranchIDs,
 	})
 }
+
+// introspection is the answer of the introspection endpoint (RFC 7662), as
+// the waybill server writes it for an access token.
+type introspection struct {
+	Active         bool     `json:"active"`
+	Scope          string   `json:"scope,omitempty"`
+	ClientID       string   `json:"client_id,omitempty"`
+	Subject        string   `json:"sub,omitempty"`
+	TokenType      string   `json:"token_type,omitempty"`
+	ExpiresAt      int64    `json:"exp,omitempty"`
+	IssuedAt       int64    `json:"iat,omitempty"`
+	Issuer         string   `json:"iss,omitempty"`
+	Audience       string   `json:"aud,omitempty"`
+	ID             string   `json:"jti,omitempty"`
+	OrganizationID string   `json:"organization_id,omitempty"`
+	BranchIDs      []string `json:"branch_ids,omitempty"`
+}
+
+// introspect is the introspection of an access token by its client: the
+// client authenticated as for a token, the token's HS256 signature, issuer,
+// audience and expiry checked, and the token of another client inactive.
+func (f *floor) introspect(w http.ResponseWriter, r *http.Request) {
+	a, ok := f.authenticate(w, r)
+	if !ok {
+		return
+	}
+	token := r.PostForm.Get("token")
+	if token == "" {
+		fail(w, http.StatusBadRequest, "invalid_request", nil)
+		return
+	}
+	var c claims
+	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return f.secret, nil },
+		jwt.WithValidMethods([]string{"HS256"}))
+	if err != nil || c.Issuer != f.cfg.Issuer || c.Audience != "authenticated" ||
+		c.ExpiresAt <= time.Now().Unix() || c.ClientID != a.clientID {
+		writeJSON(w, http.StatusOK, introspection{Active: false})
+		return
+	}
+	writeJSON(w, http.StatusOK, introspection{
+		Active: true, Scope: c.Scope, ClientID: c.ClientID, Subject: c.Subject, TokenType: "bearer",
+		ExpiresAt: c.ExpiresAt, IssuedAt: c.IssuedAt, Issuer: c.Issuer, Audience: c.Audience, ID: c.ID,
+		OrganizationID: c.OrganizationID, BranchIDs: c.BranchIDs,
+	})
+}
+
+// statementCounter counts the statements sent to PostgreSQL, as a pgx
+// tracer.
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // writeJSON answers v as JSON, with its length, as the waybill server does.
 func writeJSON(w http.ResponseWriter, status int, v any) {
