@@ -13,9 +13,11 @@
 //     {"error","error_description"} JSON. Errors that are not API errors
 //     become a 500 server_error whose text is logged, never sent.
 //   - query parses the list parameters limit, offset, sort and filter against
-//     a per-resource whitelist with typed values, and compiles them to SQL
-//     through squirrel for PostgreSQL or SQLite. Values are always bound
-//     parameters. It stands alone: squirrel is its only dependency.
+//     a per-resource whitelist with typed values; its subpackage
+//     query/sqlbuild compiles them to SQL through squirrel for PostgreSQL or
+//     SQLite. Values are always bound parameters. query stands alone: it
+//     links only the standard library and errors, and sqlbuild adds squirrel
+//     alone.
 //   - oauth is the OAuth 2.1 token service: clients, PKCE, authorization
 //     codes, consent grants, refresh token rotation, client credentials, JWT
 //     issue, secret hashing and rotation, with its storage behind small

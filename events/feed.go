@@ -13,6 +13,7 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/excerpt"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -314,7 +315,7 @@ func (f *Feed) page(ctx context.Context, t tenancy.Tenant, q *feedQuery) ([]even
 // read returns the seq and body of up to limit events that match where,
 // with after < seq <= through, in seq order: what a page shows.
 func (f *Feed) read(ctx context.Context, where sq.Sqlizer, after, through int64, limit int) ([]eventstore.Stored, error) {
-	text, args, err := f.Registry.Dialect.SQL(sq.Select("seq", "body").From(eventstore.Table).
+	text, args, err := sqlbuild.SQL(f.Registry.Dialect, sq.Select("seq", "body").From(eventstore.Table).
 		Where(where).Where("seq > ? AND seq <= ?", after, through).OrderBy("seq").Limit(uint64(limit)))
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	sq "github.com/Masterminds/squirrel"
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -306,97 +305,4 @@ func TestCursorKeyValidated(t *testing.T) {
 	if err := s.Validate(); err == nil {
 		t.Errorf("Validate() with an empty CursorKey = nil, want an error: an empty key is no key")
 	}
-}
-
-func TestCursorCompile(t *testing.T) {
-	s := cursorSchema()
-	at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
-	day := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
-	cases := []struct {
-		name    string
-		dialect query.Dialect
-		query   string
-		last    []any
-		page    string
-		args    []any
-	}{
-		{
-			name: "tiebreaker only", dialect: query.Postgres, query: "sort=id:asc&limit=10", last: []any{anID},
-			page: "SELECT id FROM items WHERE org = $1 AND id > $2 ORDER BY id ASC LIMIT $3",
-			args: []any{"o1", anID, 10},
-		},
-		{
-			name: "one direction: a row value", dialect: query.Postgres, query: "filter=status:eq:draft&sort=created_at:desc", last: []any{at, anID},
-			page: "SELECT id FROM items WHERE org = $1 AND status = $2 AND (created_at, id) < ($3, $4) ORDER BY created_at DESC, id DESC LIMIT $5",
-			args: []any{"o1", "draft", at, anID, 50},
-		},
-		{
-			name: "one direction on SQLite binds SQLite's timestamp text", dialect: query.SQLite, query: "sort=packages:asc,created_at:asc", last: []any{int64(4), at, anID},
-			page: "SELECT id FROM items WHERE org = ? AND (packages, created_at, id) > (?, ?, ?) ORDER BY packages ASC, created_at ASC, id ASC LIMIT ?",
-			args: []any{"o1", int64(4), "2026-01-02T03:04:05.123456Z", anID, 50},
-		},
-		{
-			name: "mixed directions: a bound and a chain", dialect: query.Postgres, query: "sort=status:asc,packages:desc", last: []any{"sent", int64(7), anID},
-			page: "SELECT id FROM items WHERE org = $1 AND status >= $2 AND (status > $3 OR (status = $4 AND (packages < $5 OR (packages = $6 AND (id < $7))))) ORDER BY status ASC, packages DESC, id DESC LIMIT $8",
-			args: []any{"o1", "sent", "sent", "sent", int64(7), int64(7), anID, 50},
-		},
-		{
-			name: "nullable ascending at a value", dialect: query.SQLite, query: "sort=day:asc", last: []any{day, anID},
-			page: "SELECT id FROM items WHERE org = ? AND ((day > ? OR day IS NULL) OR (day = ? AND (id > ?))) ORDER BY day ASC NULLS LAST, id ASC LIMIT ?",
-			args: []any{"o1", "2026-02-01", "2026-02-01", anID, 50},
-		},
-		{
-			name: "nullable ascending at NULL", dialect: query.Postgres, query: "sort=day:asc", last: []any{nil, anID},
-			page: "SELECT id FROM items WHERE org = $1 AND ((day IS NULL AND (id > $2))) ORDER BY day ASC, id ASC LIMIT $3",
-			args: []any{"o1", anID, 50},
-		},
-		{
-			name: "nullable descending at a value", dialect: query.Postgres, query: "sort=day:desc", last: []any{day, anID},
-			page: "SELECT id FROM items WHERE org = $1 AND day <= $2 AND (day < $3 OR (day = $4 AND (id < $5))) ORDER BY day DESC, id DESC LIMIT $6",
-			args: []any{"o1", "2026-02-01", "2026-02-01", "2026-02-01", anID, 50},
-		},
-		{
-			name: "nullable descending at NULL", dialect: query.SQLite, query: "sort=day:desc", last: []any{nil, anID},
-			page: "SELECT id FROM items WHERE org = ? AND (day IS NOT NULL OR (day IS NULL AND (id < ?))) ORDER BY day DESC NULLS FIRST, id DESC LIMIT ?",
-			args: []any{"o1", anID, 50},
-		},
-		{
-			name: "booleans and a nullable string", dialect: query.SQLite, query: "sort=active:desc,comment:asc&limit=3", last: []any{true, nil, anID},
-			page: "SELECT id FROM items WHERE org = ? AND active <= ? AND (active < ? OR (active = ? AND ((comment IS NULL AND (id > ?))))) ORDER BY active DESC, comment ASC NULLS LAST, id ASC LIMIT ?",
-			args: []any{"o1", true, true, true, anID, 3},
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c := cursorFor(t, s, tc.query, tc.last...)
-			q := mustParse(t, s, tc.query+"&after="+c)
-			text, args, err := tc.dialect.SQL(q.Page(tc.dialect, sq.Select("id").From("items").Where("org = ?", "o1")))
-			if err != nil {
-				t.Fatalf("Page: SQL() = %v", err)
-			}
-			if text != tc.page {
-				t.Errorf("Page SQL =\n%s\nwant\n%s", text, tc.page)
-			}
-			checkEqual(t, "Page args", args, tc.args)
-			if strings.Contains(text, "OFFSET") {
-				t.Errorf("Page SQL with a cursor holds OFFSET: %s", text)
-			}
-
-			count, _, err := tc.dialect.SQL(q.Count(tc.dialect, sq.Select("COUNT(*)").From("items")))
-			if err != nil {
-				t.Fatalf("Count: SQL() = %v", err)
-			}
-			if strings.Contains(count, "id") {
-				t.Errorf("Count SQL = %s, want no condition on id: a cursor leaves the count alone", count)
-			}
-		})
-	}
-
-	q := mustParse(t, s, "")
-	if k := q.Keyset(query.Postgres); k != nil {
-		t.Errorf("Keyset() without a cursor = %#v, want nil: no cursor, no condition", k)
-	}
-	q.After = []any{at}
-	_, _, err := query.Postgres.SQL(q.Page(query.Postgres, sq.Select("id").From("items")))
-	checkErrorContains(t, err, "1 values for 2 sort keys")
 }

@@ -1,18 +1,28 @@
 // Package query parses the list parameters of a REST API — limit, offset,
-// sort and filter — against a per-resource whitelist, and compiles them to
-// SQL through squirrel for PostgreSQL or SQLite. It stands alone: its only
-// third-party dependency is squirrel, and it knows nothing of HTTP routing,
-// tenants or tokens.
+// sort and filter — against a per-resource whitelist, into typed values
+// that a handler compiles to SQL for PostgreSQL or SQLite. It stands alone:
+// it links only the standard library and Waybill's errors, so a service
+// that embeds only the parser downloads no module, and it knows nothing of
+// HTTP routing, tenants or tokens.
+//
+// Parsing is here; compiling is in the subpackage sqlbuild, which adds a
+// Query to squirrel SELECTs and is the one part that needs squirrel. This
+// package keeps what every SQL of a query shares: the Dialect, and the
+// values it binds and reads (Dialect.Date, Dialect.Timestamp,
+// ScanTimestamp, SQLiteTimestampLayout). A handler that builds its SQL
+// another way reads the Query: the columns to write (Filter.Column,
+// Order.Column), the values to bind, never to write, and the cursor's
+// position (Query.After).
 //
 // A Schema declares what one resource accepts: its fields, each with a type
 // (uuid, string, enum, integer, number, date, timestamp, boolean), whether
 // it may be filtered and with which operators, whether it may be sorted;
 // the page size; the default order; the fields no client may ever touch.
 // Schema.Parse turns url.Values into a Query, checking every value against
-// its field's type; Query.Page and Query.Count add the filters, order and
-// page to squirrel SELECTs that the caller starts (with its own table,
-// columns and conditions); Dialect.SQL renders them with the dialect's
-// placeholders.
+// its field's type; sqlbuild.Page and sqlbuild.Count add the filters,
+// order and page to squirrel SELECTs that the caller starts (with its own
+// table, columns and conditions); sqlbuild.SQL renders them with the
+// dialect's placeholders.
 //
 //	filter=field:operator:value   repeatable, ANDed; split on the first two
 //	                              colons, so created_at:gte:2026-01-01T10:00:00Z works
@@ -49,8 +59,9 @@
 //
 // A schema with a CursorKey accepts after=<cursor> in place of offset (the
 // two together are refused). Query.NextCursor makes the cursor from the
-// sort keys of a page's last row; Query.Page then adds the condition,
-// which Query.Keyset also returns, and LIMIT without OFFSET. The cursor is
+// sort keys of a page's last row; Schema.Parse reads it back into
+// Query.After; sqlbuild.Page then adds the condition, which sqlbuild.Keyset
+// also returns, and LIMIT without OFFSET. The cursor is
 // base64url text, a few dozen bytes for a sort on one key: a version byte,
 // eight bytes of the digest of the query's shape, the last row's value of
 // each sort key, the tiebreaker included, compactly encoded (a UUID in 16
@@ -68,10 +79,10 @@
 // schema without a CursorKey refuses after, since a per-process key would
 // void the cursors at every restart and on every other instance.
 //
-// The cursor follows the order that OrderBy produces, NULLs included: a
-// NULL sorts after every value ascending and before every value
-// descending, on both dialects. The count that Query.Count builds is the
-// total of the list, whatever the cursor.
+// The cursor follows the order that sqlbuild.OrderBy produces, NULLs
+// included: a NULL sorts after every value ascending and before every
+// value descending, on both dialects. The count that sqlbuild.Count builds
+// is the total of the list, whatever the cursor.
 //
 // Decisions the specification left open, settled here: ne is SQL's <> and
 // so never matches NULL (use isnull for that); a sort key without a

@@ -5,25 +5,24 @@ import (
 	"log"
 	"net/http/httptest"
 
-	sq "github.com/Masterminds/squirrel"
-
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
 )
 
 // The parser alone, for a list endpoint: parse the request's query string
-// against the resource's schema, then add it to the SELECT the handler
-// starts, for PostgreSQL or SQLite; the handler runs the statement with
-// database/sql. No other part of Waybill is needed. Values never become SQL
-// text: they are bound arguments, and a like pattern is rewritten so that
-// only % is a wildcard. A refusal is an invalid_request, which errors.Write
-// answers with a 400.
+// against the resource's schema and read the typed result, every value
+// checked against its field's type. The subpackage sqlbuild adds a Query to
+// a squirrel SELECT (see its examples); a handler may as well read the
+// Query and build its statement another way, writing only the columns
+// (Filter.Column, Order.Column) into SQL and binding every value. A refusal
+// is an invalid_request, which errors.Write answers with a 400.
 func Example() {
 	accounts := &query.Schema{
 		Fields: []query.Field{
 			{Name: "id", Type: query.UUID, Filterable: true, Sortable: true},
-			{Name: "company_name", Type: query.String, Filterable: true, Sortable: true},
+			{Name: "company_name", Column: "name", Type: query.String, Filterable: true, Sortable: true},
 			{Name: "account_type", Type: query.Enum, Values: []string{"customer", "carrier"}, Filterable: true},
+			{Name: "credit_limit", Type: query.Number, Filterable: true, Sortable: true},
 		},
 		DefaultSort: "company_name:asc",
 	}
@@ -31,22 +30,16 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	for _, raw := range []string{
-		"filter=company_name:like:Acme%25",
-		"filter=account_type:in:carrier&filter=company_name:like:Acme_%25&sort=company_name:desc&limit=10", // _ is no wildcard
-	} {
-		q, err := accounts.ParseQuery(raw)
-		if err != nil {
-			log.Fatal(err)
-		}
-		for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
-			text, args, err := d.SQL(q.Page(d, sq.Select("id", "company_name").From("accounts")))
-			if err != nil {
-				log.Fatal(err)
-			}
-			fmt.Println(d, text)
-			fmt.Println(d, args)
-		}
+	q, err := accounts.ParseQuery(`filter=account_type:in:carrier,customer&filter=company_name:like:Acme_%25&filter=credit_limit:gte:1e4&sort=credit_limit:desc&limit=10`)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("limit", q.Limit, "offset", q.Offset)
+	for _, f := range q.Filters {
+		fmt.Printf("filter %s (column %s) %s %#v\n", f.Field, f.Column(), f.Op, f.Values)
+	}
+	for _, o := range q.Sort {
+		fmt.Printf("sort %s (column %s) desc=%v\n", o.Field, o.Column(), o.Desc)
 	}
 
 	req := httptest.NewRequest("GET", "/accounts?filter=account_type:eq:shipper", nil)
@@ -56,48 +49,13 @@ func Example() {
 	}
 	fmt.Print(rec.Code, " ", rec.Body.String())
 	// Output:
-	// postgres SELECT id, company_name FROM accounts WHERE company_name LIKE $1 ESCAPE '!' ORDER BY company_name ASC, id ASC LIMIT $2 OFFSET $3
-	// postgres [Acme% 50 0]
-	// sqlite SELECT id, company_name FROM accounts WHERE company_name GLOB ? ORDER BY company_name ASC, id ASC LIMIT ? OFFSET ?
-	// sqlite [Acme* 50 0]
-	// postgres SELECT id, company_name FROM accounts WHERE account_type IN ($1) AND company_name LIKE $2 ESCAPE '!' ORDER BY company_name DESC, id DESC LIMIT $3 OFFSET $4
-	// postgres [carrier Acme!_% 10 0]
-	// sqlite SELECT id, company_name FROM accounts WHERE account_type IN (?) AND company_name GLOB ? ORDER BY company_name DESC, id DESC LIMIT ? OFFSET ?
-	// sqlite [carrier Acme_* 10 0]
+	// limit 10 offset 0
+	// filter account_type (column account_type) in []interface {}{"carrier", "customer"}
+	// filter company_name (column name) like []interface {}{"Acme_%"}
+	// filter credit_limit (column credit_limit) gte []interface {}{10000}
+	// sort credit_limit (column credit_limit) desc=true
+	// sort id (column id) desc=true
 	// 400 {"error":"invalid_request","error_description":"filter on \"account_type\": \"shipper\" is not one of customer, carrier"}
-}
-
-// Page and Count add a parsed query to SELECTs that carry the caller's own
-// conditions, such as the tenant; the placeholders are converted once, at
-// the top.
-func ExampleQuery_Page() {
-	quotations := &query.Schema{
-		Fields: []query.Field{
-			{Name: "id", Type: query.UUID},
-			{Name: "status", Type: query.Enum, Values: []string{"draft", "sent"}, Filterable: true},
-			{Name: "quotation_number", Type: query.String, Filterable: true},
-			{Name: "created_at", Type: query.Timestamp, Filterable: true, Sortable: true},
-		},
-		DefaultSort: "created_at:desc",
-		Reserved:    []string{"organization_id", "branch_id"},
-	}
-	q, err := quotations.ParseQuery("filter=status:eq:draft&filter=quotation_number:ilike:%25Q-2026_%25&limit=20")
-	if err != nil {
-		log.Fatal(err)
-	}
-	tenant := sq.Eq{"branch_id": "b1"}
-
-	page, args, _ := query.Postgres.SQL(q.Page(query.Postgres, sq.Select("id", "status").From("quotations").Where(tenant)))
-	fmt.Println(page)
-	fmt.Println(args)
-	count, args, _ := query.Postgres.SQL(q.Count(query.Postgres, sq.Select("COUNT(*)").From("quotations").Where(tenant)))
-	fmt.Println(count)
-	fmt.Println(args)
-	// Output:
-	// SELECT id, status FROM quotations WHERE branch_id = $1 AND status = $2 AND quotation_number ILIKE $3 ESCAPE '!' ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5
-	// [b1 draft %Q-2026!_% 20 0]
-	// SELECT COUNT(*) FROM quotations WHERE branch_id = $1 AND status = $2 AND quotation_number ILIKE $3 ESCAPE '!'
-	// [b1 draft %Q-2026!_%]
 }
 
 // Every refusal is an invalid_request error that names the field and says
@@ -128,9 +86,10 @@ func ExampleSchema_Parse() {
 
 // A walk with cursors: the last row of each page makes the cursor of the
 // next, which the client sends back as after with the same filters and
-// sort. The next page is the rows after that one in the list's order, a
-// condition on the sort keys in place of OFFSET. A cursor used with
-// another sort is refused.
+// sort. The parsed query holds the last row's position in After; the next
+// page is the rows after that one in the list's order, a condition on the
+// sort keys in place of OFFSET (sqlbuild.Page writes it). A cursor used
+// with another sort is refused.
 func ExampleQuery_NextCursor() {
 	accounts := &query.Schema{
 		Name: "accounts",
@@ -147,12 +106,7 @@ func ExampleQuery_NextCursor() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	text, args, err := query.SQLite.SQL(first.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(text)
-	fmt.Println(args)
+	fmt.Println(first.Limit, first.After)
 
 	// The values of first.Sort in the page's last row, as the handler
 	// scanned them: company_name, then the tiebreaker id.
@@ -166,25 +120,12 @@ func ExampleQuery_NextCursor() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(next.After)
-	for _, d := range []query.Dialect{query.Postgres, query.SQLite} {
-		text, args, err := d.SQL(next.Page(d, sq.Select("id", "company_name").From("accounts")))
-		if err != nil {
-			log.Fatal(err)
-		}
-		fmt.Println(d, text)
-		fmt.Println(d, args)
-	}
+	fmt.Println(next.Limit, next.After)
 
 	_, err = accounts.ParseQuery("sort=company_name:asc&limit=2&after=" + cursor)
 	fmt.Println(err)
 	// Output:
-	// SELECT id, company_name FROM accounts ORDER BY company_name DESC, id DESC LIMIT ? OFFSET ?
-	// [2 0]
-	// [Cargo Co 00000000-0000-4000-8000-000000000004]
-	// postgres SELECT id, company_name FROM accounts WHERE (company_name, id) < ($1, $2) ORDER BY company_name DESC, id DESC LIMIT $3
-	// postgres [Cargo Co 00000000-0000-4000-8000-000000000004 2]
-	// sqlite SELECT id, company_name FROM accounts WHERE (company_name, id) < (?, ?) ORDER BY company_name DESC, id DESC LIMIT ?
-	// sqlite [Cargo Co 00000000-0000-4000-8000-000000000004 2]
+	// 2 []
+	// 2 [Cargo Co 00000000-0000-4000-8000-000000000004]
 	// invalid_request: after: the cursor does not belong to this query: it was issued for other filters, another sort or another list; repeat the filter and sort of the request that returned it, or start again without after
 }

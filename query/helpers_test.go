@@ -9,9 +9,9 @@ import (
 	"github.com/waybillhq/waybill/query"
 )
 
-// The tests of query use the standard library only, besides squirrel,
-// which query itself links: an importer's go mod tidy resolves the modules
-// of these files too.
+// The tests of query use the standard library only (the SQL it compiles
+// to is sqlbuild's to test): an importer's go mod tidy resolves the modules
+// of these files too, and TestImporterModules keeps them at none.
 
 // testSchema is the schema of the fixture table used by every test here.
 func testSchema() *query.Schema {

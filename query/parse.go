@@ -12,7 +12,8 @@ import (
 
 // Query is a parsed list request: the page, the order and the filters,
 // every value already checked against its field's type. Build one with
-// Schema.Parse; compile it with Page and Count.
+// Schema.Parse; compile it to SQL with the subpackage sqlbuild (Page and
+// Count), or read its fields to build a statement another way.
 type Query struct {
 	// Limit is the page size, between 1 and the schema's max limit.
 	Limit int
@@ -26,8 +27,8 @@ type Query struct {
 	// After is the position of the cursor that the after parameter gave:
 	// the values of the sort keys of the last row of the previous page, in
 	// the order of Sort (the tiebreaker last), nil for NULL, with the Go
-	// types that Filter.Values documents. Page returns the rows that come
-	// strictly after it. Nil when there is no cursor.
+	// types that Filter.Values documents. The page is the rows that come
+	// strictly after it (sqlbuild.Page). Nil when there is no cursor.
 	After []any
 
 	schema *Schema // the schema that parsed the query, for NextCursor
@@ -61,6 +62,28 @@ type Filter struct {
 	column string
 	typ    Type
 }
+
+// Column returns the SQL column the filter reads: the schema's
+// Field.Column, or its Name, a plain identifier that Schema.Validate
+// checked. It is the only text of a filter that a compiler may write into
+// SQL; the Values are bound.
+func (f Filter) Column() string { return f.column }
+
+// Type returns the type of the filtered field, which decides how each of
+// the Values is bound (Dialect.Date, Dialect.Timestamp).
+func (f Filter) Type() Type { return f.typ }
+
+// Column returns the SQL column of the sort key, as Filter.Column does.
+func (o Order) Column() string { return o.column }
+
+// Type returns the type of the sort key's field, which decides how the
+// key's value in a cursor position (Query.After) is bound.
+func (o Order) Type() Type { return o.typ }
+
+// Nullable reports whether the sort key's column may hold NULL
+// (Field.Nullable): its order must then place NULLs last ascending and
+// first descending, and a cursor position may hold nil for it.
+func (o Order) Nullable() bool { return o.nullable }
 
 // The query parameters every list endpoint understands.
 const (

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	sq "github.com/Masterminds/squirrel"
-
 	"github.com/waybillhq/waybill/query"
 )
 
@@ -328,78 +326,6 @@ func TestParseLimits(t *testing.T) {
 	s.DefaultLimit = 5
 	if q := mustParse(t, s, ""); q.Limit != 5 {
 		t.Errorf("Limit = %d with DefaultLimit 5, want 5", q.Limit)
-	}
-}
-
-func TestCompile(t *testing.T) {
-	base := func() (sq.SelectBuilder, sq.SelectBuilder) {
-		return sq.Select("id", "name").From("items").Where("org = ?", "o1"),
-			sq.Select("COUNT(*)").From("items").Where("org = ?", "o1")
-	}
-	cases := []struct {
-		name      string
-		query     string
-		dialect   query.Dialect
-		page      string
-		count     string
-		pageArgs  []any
-		countArgs []any
-	}{
-		{
-			name: "postgres", dialect: query.Postgres,
-			query:     "filter=status:in:draft,sent&filter=name:ilike:%25a_b!%25&filter=comment:isnull:true&filter=code:eq:X&sort=packages:desc&limit=10&offset=20",
-			page:      "SELECT id, name FROM items WHERE org = $1 AND status IN ($2,$3) AND name ILIKE $4 ESCAPE '!' AND comment IS NULL AND ref_code = $5 ORDER BY packages DESC, id DESC LIMIT $6 OFFSET $7",
-			count:     "SELECT COUNT(*) FROM items WHERE org = $1 AND status IN ($2,$3) AND name ILIKE $4 ESCAPE '!' AND comment IS NULL AND ref_code = $5",
-			pageArgs:  []any{"o1", "draft", "sent", "%a!_b!!%", "X", 10, int64(20)},
-			countArgs: []any{"o1", "draft", "sent", "%a!_b!!%", "X"},
-		},
-		{
-			name: "sqlite", dialect: query.SQLite,
-			query:     "filter=name:like:a*b?%25[c]&filter=name:ilike:x_%25&filter=day:isnull:false&sort=day:asc",
-			page:      "SELECT id, name FROM items WHERE org = ? AND name GLOB ? AND name LIKE ? ESCAPE '!' AND day IS NOT NULL ORDER BY day ASC NULLS LAST, id ASC LIMIT ? OFFSET ?",
-			count:     "SELECT COUNT(*) FROM items WHERE org = ? AND name GLOB ? AND name LIKE ? ESCAPE '!' AND day IS NOT NULL",
-			pageArgs:  []any{"o1", "a[*]b[?]*[[]c]", "x!_%", 50, int64(0)},
-			countArgs: []any{"o1", "a[*]b[?]*[[]c]", "x!_%"},
-		},
-		{
-			name: "sqlite nullable desc and timestamps", dialect: query.SQLite,
-			query:     "filter=created_at:gte:2026-01-01T10:00:00Z&filter=day:lt:2026-02-01&sort=day:desc",
-			page:      "SELECT id, name FROM items WHERE org = ? AND created_at >= ? AND day < ? ORDER BY day DESC NULLS FIRST, id DESC LIMIT ? OFFSET ?",
-			count:     "SELECT COUNT(*) FROM items WHERE org = ? AND created_at >= ? AND day < ?",
-			pageArgs:  []any{"o1", "2026-01-01T10:00:00.000000Z", "2026-02-01", 50, int64(0)},
-			countArgs: []any{"o1", "2026-01-01T10:00:00.000000Z", "2026-02-01"},
-		},
-		{
-			name: "postgres without filters", dialect: query.Postgres,
-			query:     "",
-			page:      "SELECT id, name FROM items WHERE org = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3",
-			count:     "SELECT COUNT(*) FROM items WHERE org = $1",
-			pageArgs:  []any{"o1", 50, int64(0)},
-			countArgs: []any{"o1"},
-		},
-	}
-	s := testSchema()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			q := mustParse(t, s, tc.query)
-			page, count := base()
-			sql, args, err := tc.dialect.SQL(q.Page(tc.dialect, page))
-			if err != nil {
-				t.Fatalf("Page: SQL() = %v", err)
-			}
-			if sql != tc.page {
-				t.Errorf("Page SQL =\n%s\nwant\n%s", sql, tc.page)
-			}
-			checkEqual(t, "Page args", args, tc.pageArgs)
-			sql, args, err = tc.dialect.SQL(q.Count(tc.dialect, count))
-			if err != nil {
-				t.Fatalf("Count: SQL() = %v", err)
-			}
-			if sql != tc.count {
-				t.Errorf("Count SQL =\n%s\nwant\n%s", sql, tc.count)
-			}
-			checkEqual(t, "Count args", args, tc.countArgs)
-		})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // The list request of the benchmark: the draft quotations still valid on
@@ -96,13 +97,13 @@ func (d benchData) statements(b *testing.B) (count string, countArgs []any, page
 	}
 	cols = append(cols, "organization_id", "branch_id")
 	tenant := sq.Expr("organization_id = ? AND branch_id = ?", d.org, d.branch)
-	count, countArgs, err = query.Postgres.SQL(q.Count(query.Postgres, sq.Select("COUNT(*)").From("quotations").Where(tenant)))
+	count, countArgs, err = sqlbuild.SQL(query.Postgres, sqlbuild.Count(query.Postgres, q, sq.Select("COUNT(*)").From("quotations").Where(tenant)))
 	if err != nil {
 		b.Fatal(err)
 	}
 	peek := *q
 	peek.Limit++
-	page, pageArgs, err = query.Postgres.SQL(peek.Page(query.Postgres, sq.Select(cols...).From("quotations").Where(tenant)))
+	page, pageArgs, err = sqlbuild.SQL(query.Postgres, sqlbuild.Page(query.Postgres, &peek, sq.Select(cols...).From("quotations").Where(tenant)))
 	if err != nil {
 		b.Fatal(err)
 	}

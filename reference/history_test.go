@@ -15,6 +15,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/resource"
 )
 
@@ -284,7 +285,7 @@ func TestRecordHistoryRetention(t *testing.T) {
 			require.NoError(t, err)
 			defer db.Close()
 			old := dialect.Timestamp(time.Now().Add(-defaultAuditRetention - time.Hour))
-			text, args, err := dialect.SQL(sq.Update(resource.HistoryTable).Set("time", old).Where("record_id = ?", ids[0]))
+			text, args, err := sqlbuild.SQL(dialect, sq.Update(resource.HistoryTable).Set("time", old).Where("record_id = ?", ids[0]))
 			require.NoError(t, err)
 			_, err = db.ExecContext(t.Context(), text, args...)
 			require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/waybillhq/waybill/internal/httpbody"
 	"github.com/waybillhq/waybill/internal/sqlerr"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -594,7 +595,7 @@ func (h *handlers) externalIDConflict(ctx context.Context, t tenancy.Tenant, bra
 	if !ok || !h.resource.ExternalID || sqlerr.KindOf(err) != sqlerr.Unique {
 		return err
 	}
-	text, args, qerr := h.dialect().SQL(sq.Select("1").From(h.resource.table()).
+	text, args, qerr := sqlbuild.SQL(h.dialect(), sq.Select("1").From(h.resource.table()).
 		Where(h.scopeOf(t, branch)).Where(sq.Eq{ExternalIDColumn: v}).Where(sq.NotEq{"id": id}).Limit(1))
 	if qerr != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // Count on request (RFC 7240): a list request may say how its total is
@@ -103,7 +104,7 @@ func (h *handlers) total(ctx context.Context, q *query.Query, mode countMode, co
 			return &est, countEstimated, nil
 		}
 	}
-	text, targs, err := d.SQL(q.Count(d, sq.Select("COUNT(*)").From(h.resource.table()).Where(cond, args...)))
+	text, targs, err := sqlbuild.SQL(d, sqlbuild.Count(d, q, sq.Select("COUNT(*)").From(h.resource.table()).Where(cond, args...)))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -117,7 +118,7 @@ func (h *handlers) total(ctx context.Context, q *query.Query, mode countMode, co
 // estimate returns PostgreSQL's estimate of the rows that match: the Plan
 // Rows of EXPLAIN, which reads statistics, not the table.
 func (h *handlers) estimate(ctx context.Context, q *query.Query, cond string, args []any) (int64, error) {
-	text, targs, err := query.Postgres.SQL(q.Count(query.Postgres, sq.Select("1").From(h.resource.table()).Where(cond, args...)))
+	text, targs, err := sqlbuild.SQL(query.Postgres, sqlbuild.Count(query.Postgres, q, sq.Select("1").From(h.resource.table()).Where(cond, args...)))
 	if err != nil {
 		return 0, err
 	}

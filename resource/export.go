@@ -18,6 +18,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -213,10 +214,10 @@ func (h *handlers) export(w http.ResponseWriter, r *http.Request, format string)
 	d := h.dialect()
 	cond, args := tenantWhere(h.resource, t)
 	b := h.selectFrom().Where(cond, args...)
-	if filters := q.Where(d); filters != nil {
+	if filters := sqlbuild.Where(d, q); filters != nil {
 		b = b.Where(filters)
 	}
-	text, targs, err := d.SQL(b.OrderBy(q.OrderBy(d)...))
+	text, targs, err := sqlbuild.SQL(d, b.OrderBy(sqlbuild.OrderBy(d, q)...))
 	if err != nil {
 		return apierrors.Internal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/internal/sqlerr"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -459,7 +460,7 @@ func (h *handlers) deleteRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, 
 // scanOne runs a statement that returns at most one record of the
 // resource; none is 404.
 func (h *handlers) scanOne(ctx context.Context, q querier, b sq.Sqlizer) ([]any, error) {
-	text, args, err := h.dialect().SQL(b)
+	text, args, err := sqlbuild.SQL(h.dialect(), b)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
@@ -544,7 +545,7 @@ func (h *handlers) referenceRefusals(ctx context.Context, tx *sql.Tx, t tenancy.
 
 // queryRows builds b in the registry's dialect and runs it in tx.
 func (h *handlers) queryRows(ctx context.Context, tx *sql.Tx, b sq.Sqlizer) (*sql.Rows, error) {
-	text, args, err := h.dialect().SQL(b)
+	text, args, err := sqlbuild.SQL(h.dialect(), b)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -499,7 +500,7 @@ func (s *SQLHistory) ReadHistory(ctx context.Context, db *sql.DB, key HistoryKey
 		From(HistoryTable).
 		Where("record_id = ? AND organization_id = ? AND resource = ? AND seq > ?", key.RecordID, key.OrganizationID, key.Resource, after).
 		OrderBy("seq").Limit(uint64(limit))
-	text, args, err := s.Dialect.SQL(b)
+	text, args, err := sqlbuild.SQL(s.Dialect, b)
 	if err != nil {
 		return nil, err
 	}
@@ -536,7 +537,7 @@ func (s *SQLHistory) ReadHistory(ctx context.Context, db *sql.DB, key HistoryKey
 // Purge deletes, from db, the entries of every record's history that are
 // older than before, and returns how many it deleted.
 func (s *SQLHistory) Purge(ctx context.Context, db *sql.DB, before time.Time) (int64, error) {
-	text, args, err := s.Dialect.SQL(sq.Delete(HistoryTable).Where("time < ?", s.Dialect.Timestamp(before)))
+	text, args, err := sqlbuild.SQL(s.Dialect, sq.Delete(HistoryTable).Where("time < ?", s.Dialect.Timestamp(before)))
 	if err != nil {
 		return 0, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -75,7 +76,7 @@ func (g *Registry) Migrate(ctx context.Context) error {
 // returns how many it deleted. Expired keys are never replayed; purging only
 // keeps the table small.
 func (g *Registry) PurgeIdempotencyKeys(ctx context.Context) (int64, error) {
-	text, args, err := g.Dialect.SQL(sq.Delete(idempotency.Table).Where("expires_at < ?", g.Dialect.Timestamp(g.now())))
+	text, args, err := sqlbuild.SQL(g.Dialect, sq.Delete(idempotency.Table).Where("expires_at < ?", g.Dialect.Timestamp(g.now())))
 	if err != nil {
 		return 0, err
 	}

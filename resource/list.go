@@ -6,6 +6,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // list is GET {prefix}/{scopeId}/{resource}.
@@ -28,7 +29,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	// and gets a next cursor.
 	peek := *q
 	peek.Limit++
-	pageSQL, pageArgs, err := d.SQL(peek.Page(d, h.selectFrom().Where(cond, args...)))
+	pageSQL, pageArgs, err := sqlbuild.SQL(d, sqlbuild.Page(d, &peek, h.selectFrom().Where(cond, args...)))
 	if err != nil {
 		return apierrors.Internal(err)
 	}

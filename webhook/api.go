@@ -11,6 +11,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	apierrors "github.com/waybillhq/waybill/errors"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/tenancy"
 )
@@ -184,7 +185,7 @@ func (a *API) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
 
 // exec runs b in tx; what names it in the log of a failure.
 func (a *API) exec(ctx context.Context, tx *sql.Tx, what string, b sq.Sqlizer) error {
-	text, args, err := a.Registry.Dialect.SQL(b)
+	text, args, err := sqlbuild.SQL(a.Registry.Dialect, b)
 	if err != nil {
 		return apierrors.Internal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
 
@@ -119,7 +120,7 @@ func (a *API) rotateSecret(w http.ResponseWriter, r *http.Request) error {
 		if err := checkIfMatch(r, ep); err != nil {
 			return err
 		}
-		text, args, err := d.SQL(sq.Select("secret", "secret_key_id").From(endpointsTable).Where(sq.Eq{"id": id}))
+		text, args, err := sqlbuild.SQL(d, sq.Select("secret", "secret_key_id").From(endpointsTable).Where(sq.Eq{"id": id}))
 		if err != nil {
 			return apierrors.Internal(err)
 		}
@@ -201,7 +202,7 @@ func (a *API) sendTest(w http.ResponseWriter, r *http.Request) error {
 		if ep.Status != statusEnabled {
 			return apierrors.Conflict("the endpoint is disabled; enable it (PATCH status enabled), then send a test")
 		}
-		text, args, err := d.SQL(sq.Select("coalesce(min(event_seq), 0)").From(deliveriesTable).
+		text, args, err := sqlbuild.SQL(d, sq.Select("coalesce(min(event_seq), 0)").From(deliveriesTable).
 			Where(sq.And{sq.Eq{"endpoint_id": id}, sq.Lt{"event_seq": 0}}))
 		if err != nil {
 			return apierrors.Internal(err)
@@ -419,7 +420,7 @@ func (a *API) queueRange(ctx context.Context, tx *sql.Tx, org string, sub *subsc
 	if purged > 0 && a.EventRetention <= 0 {
 		// Without the retention, what retention removed says how far back
 		// the events are whole: from the oldest kept.
-		text, args, err := d.SQL(sq.Select("min(time)").From(eventsTable).Where(sq.Eq{"organization_id": org}))
+		text, args, err := sqlbuild.SQL(d, sq.Select("min(time)").From(eventsTable).Where(sq.Eq{"organization_id": org}))
 		if err != nil {
 			return recovered{}, apierrors.Internal(err)
 		}
@@ -437,7 +438,7 @@ func (a *API) queueRange(ctx context.Context, tx *sql.Tx, org string, sub *subsc
 			}
 		}
 	}
-	text, args, err := d.SQL(sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(eventsTable).
+	text, args, err := sqlbuild.SQL(d, sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(eventsTable).
 		Where("organization_id = ? AND time >= ? AND time < ? AND seq > ? AND seq <= ?", org, d.Timestamp(since), d.Timestamp(until), sub.afterSeq, head).
 		OrderBy("time", "seq").Limit(maxRecoverScan))
 	if err != nil {

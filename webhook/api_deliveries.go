@@ -17,6 +17,7 @@ import (
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // This file serves the deliveries of an endpoint: their list, with the
@@ -116,7 +117,7 @@ func (a *API) readDeliveries(ctx context.Context, q eventstore.Querier, f delive
 	if f.limit > 0 {
 		b = b.Suffix("LIMIT ?", f.limit)
 	}
-	text, args, err := d.SQL(b)
+	text, args, err := sqlbuild.SQL(d, b)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
@@ -165,7 +166,7 @@ func (a *API) readDeliveries(ctx context.Context, q eventstore.Querier, f delive
 	for i, dl := range out {
 		ids[i] = dl.ID
 	}
-	text, args, err = d.SQL(sq.Select("delivery_id", "at", "status_code", "error", "duration_ms").From(attemptsTable).
+	text, args, err = sqlbuild.SQL(d, sq.Select("delivery_id", "at", "status_code", "error", "duration_ms").From(attemptsTable).
 		Where(sq.Eq{"delivery_id": ids}).OrderBy("delivery_id", "n"))
 	if err != nil {
 		return nil, apierrors.Internal(err)
@@ -311,7 +312,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 		if d == query.Postgres {
 			b = b.Suffix("FOR UPDATE")
 		}
-		text, args, err := d.SQL(b)
+		text, args, err := sqlbuild.SQL(d, b)
 		if err != nil {
 			return apierrors.Internal(err)
 		}
@@ -325,7 +326,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 		case err != nil:
 			return dbError("read delivery", err)
 		}
-		text, args, err = d.SQL(sq.Select("count(*)").From(eventsTable).Where(sq.Eq{"organization_id": t.OrganizationID, "seq": seq}))
+		text, args, err = sqlbuild.SQL(d, sq.Select("count(*)").From(eventsTable).Where(sq.Eq{"organization_id": t.OrganizationID, "seq": seq}))
 		if err != nil {
 			return apierrors.Internal(err)
 		}
@@ -337,7 +338,7 @@ func (a *API) redeliver(w http.ResponseWriter, r *http.Request) error {
 			return apierrors.Conflict("the event of this delivery is no longer kept (retention removed it), so it cannot be sent again")
 		}
 		now := d.Timestamp(a.now())
-		text, args, err = d.SQL(sq.Update(deliveriesTable).
+		text, args, err = sqlbuild.SQL(d, sq.Update(deliveriesTable).
 			SetMap(sq.Eq{"status": deliveryPending, "attempts": 0, "next_attempt_at": now, "lease_until": nil, "updated_at": now}).
 			Where(sq.Eq{"id": deliveryID}))
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/waybillhq/waybill/internal/excerpt"
 	"github.com/waybillhq/waybill/internal/idempotency"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
 
@@ -375,7 +376,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 		if err := a.lockOrganization(ctx, tx, t.OrganizationID); err != nil {
 			return dbError("lock", err)
 		}
-		text, args, err := d.SQL(sq.Select("count(*)").From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}))
+		text, args, err := sqlbuild.SQL(d, sq.Select("count(*)").From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}))
 		if err != nil {
 			return apierrors.Internal(err)
 		}
@@ -390,7 +391,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return dbError("event head", err)
 		}
-		text, args, err = d.SQL(sq.Insert(endpointsTable).
+		text, args, err = sqlbuild.SQL(d, sq.Insert(endpointsTable).
 			Columns("id", "organization_id", "url", "event_types", "branch_ids", "grant_resources", "grant_branches",
 				"secret", "secret_key_id", "status", "disabled_reason", "client_id", "after_seq", "created_at", "updated_at", "filter", "rate_limit").
 			Values(ep.ID, t.OrganizationID, ep.URL, jsonList(ep.EventTypes), jsonList(ep.BranchIDs), jsonList(grantResources), jsonList(grantBranches),
@@ -444,7 +445,7 @@ func (a *API) findEndpoint(ctx context.Context, q eventstore.Querier, org, id st
 	if forUpdate && a.Registry.Dialect == query.Postgres {
 		b = b.Suffix("FOR UPDATE")
 	}
-	text, args, err := a.Registry.Dialect.SQL(b)
+	text, args, err := sqlbuild.SQL(a.Registry.Dialect, b)
 	if err != nil {
 		return nil, apierrors.Internal(err)
 	}
@@ -532,7 +533,7 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	// An organization has at most MaxEndpoints: the page is cut here, after
 	// the endpoints out of the token's reach are left out.
-	text, args, err := a.Registry.Dialect.SQL(sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}).
+	text, args, err := sqlbuild.SQL(a.Registry.Dialect, sq.Select(endpointColumns...).From(endpointsTable).Where(sq.Eq{"organization_id": t.OrganizationID}).
 		OrderBy("created_at", "id"))
 	if err != nil {
 		return apierrors.Internal(err)

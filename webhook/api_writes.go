@@ -14,6 +14,7 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/conditional"
 	"github.com/waybillhq/waybill/internal/idempotency"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // This file holds what the writes of the endpoints API share with the
@@ -124,7 +125,7 @@ func (a *API) withSecret(r *http.Request, ans *idempotency.Answer) (*idempotency
 	if err := json.Unmarshal(created.Data, &ep); err != nil {
 		return nil, err
 	}
-	text, args, err := a.Registry.Dialect.SQL(sq.Select("secret", "secret_key_id").From(endpointsTable).
+	text, args, err := sqlbuild.SQL(a.Registry.Dialect, sq.Select("secret", "secret_key_id").From(endpointsTable).
 		Where(sq.Eq{"organization_id": tenant(r).OrganizationID, "id": ep.ID}))
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/waybillhq/waybill/audit"
 	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // DisableAppEndpoints ends what an app set up when it is cut off from an
@@ -38,7 +39,7 @@ func DisableAppEndpoints(ctx context.Context, db *sql.DB, d query.Dialect, organ
 		return 0, fmt.Errorf("webhook: disable the endpoints of app %s: %w", clientID, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	text, args, err := d.SQL(sq.Insert("waybill_webhook_cutoffs").Columns("organization_id", "client_id", "at").
+	text, args, err := sqlbuild.SQL(d, sq.Insert("waybill_webhook_cutoffs").Columns("organization_id", "client_id", "at").
 		Values(organizationID, clientID, d.Timestamp(at)).Suffix("ON CONFLICT DO NOTHING"))
 	if err != nil {
 		return 0, err
@@ -53,7 +54,7 @@ func DisableAppEndpoints(ctx context.Context, db *sql.DB, d query.Dialect, organ
 	reason := fmt.Sprintf("the app %s that registered it or last changed it was disconnected from the organization at %s", clientID, at.Format(time.RFC3339))
 	// The endpoints about to be disabled, for the audit log: the UPDATE
 	// below disables these and no other, in this transaction.
-	text, args, err = d.SQL(sq.Select("id").From(endpointsTable).
+	text, args, err = sqlbuild.SQL(d, sq.Select("id").From(endpointsTable).
 		Where(sq.Eq{"organization_id": organizationID, "client_id": clientID, "status": statusEnabled}).OrderBy("id"))
 	if err != nil {
 		return 0, err
@@ -71,7 +72,7 @@ func DisableAppEndpoints(ctx context.Context, db *sql.DB, d query.Dialect, organ
 			return 0, fmt.Errorf("webhook: disable the endpoints of app %s: %w", clientID, err)
 		}
 	}
-	text, args, err = d.SQL(sq.Update(endpointsTable).
+	text, args, err = sqlbuild.SQL(d, sq.Update(endpointsTable).
 		Set("status", statusDisabled).Set("disabled_reason", reason).Set("cut_off_at", d.Timestamp(at)).
 		Set("updated_at", d.Timestamp(time.Now().UTC().Truncate(time.Microsecond))).
 		Where(sq.Eq{"organization_id": organizationID, "client_id": clientID, "status": statusEnabled}))

@@ -16,6 +16,7 @@ import (
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -240,7 +241,7 @@ func (d *Dispatcher) endpoints(ctx context.Context, tx *sql.Tx, org string, all 
 // selects. An endpoint whose settings cannot be read is left out and
 // logged: it gets nothing rather than too much.
 func readSubscriptions(ctx context.Context, q eventstore.Querier, dialect query.Dialect, logger *slog.Logger, where sq.Sqlizer) ([]subscription, error) {
-	text, args, err := dialect.SQL(sq.Select("id", "event_types", "branch_ids", "grant_resources", "grant_branches", "after_seq", "filter").
+	text, args, err := sqlbuild.SQL(dialect, sq.Select("id", "event_types", "branch_ids", "grant_resources", "grant_branches", "after_seq", "filter").
 		From(endpointsTable).Where(where))
 	if err != nil {
 		return nil, err
@@ -333,7 +334,7 @@ func (d *Dispatcher) insertDeliveries(ctx context.Context, tx *sql.Tx, org strin
 		if n == 0 {
 			return nil
 		}
-		text, args, err := d.Dialect.SQL(b.Suffix("ON CONFLICT (endpoint_id, event_seq) DO NOTHING"))
+		text, args, err := sqlbuild.SQL(d.Dialect, b.Suffix("ON CONFLICT (endpoint_id, event_seq) DO NOTHING"))
 		if err != nil {
 			return err
 		}

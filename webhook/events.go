@@ -11,6 +11,7 @@ import (
 	"github.com/waybillhq/waybill/events"
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // This file holds the events package webhook itself appends to an
@@ -100,7 +101,7 @@ func endpointSource(prefix, org, id string) string {
 // appendDisabled appends, in tx, the webhook_endpoint.disabled event of
 // the endpoint id of org, which tx has just disabled.
 func (d *Dispatcher) appendDisabled(ctx context.Context, tx *sql.Tx, org, id string, now time.Time) error {
-	text, args, err := d.Dialect.SQL(selectEndpoint(id))
+	text, args, err := sqlbuild.SQL(d.Dialect, selectEndpoint(id))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/migrate"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 //go:embed migrations
@@ -52,7 +53,7 @@ type Sealer interface {
 // uses them from the end of the grace on).
 func (a *API) Purge(ctx context.Context, before time.Time) (int64, error) {
 	d := a.Registry.Dialect
-	text, args, err := d.SQL(sq.Update(endpointsTable).
+	text, args, err := sqlbuild.SQL(d, sq.Update(endpointsTable).
 		SetMap(sq.Eq{"previous_secret": nil, "previous_secret_key_id": "", "previous_secret_until": nil}).
 		Where("previous_secret_until IS NOT NULL AND previous_secret_until <= ?", d.Timestamp(a.now())))
 	if err != nil {
@@ -61,7 +62,7 @@ func (a *API) Purge(ctx context.Context, before time.Time) (int64, error) {
 	if _, err := a.Registry.DB.ExecContext(ctx, text, args...); err != nil {
 		return 0, fmt.Errorf("webhook: purge previous secrets: %w", err)
 	}
-	text, args, err = d.SQL(sq.Delete(deliveriesTable).
+	text, args, err = sqlbuild.SQL(d, sq.Delete(deliveriesTable).
 		Where("status IN ('delivered', 'failed') AND updated_at < ?", d.Timestamp(before)))
 	if err != nil {
 		return 0, err

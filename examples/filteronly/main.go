@@ -1,6 +1,7 @@
 // Command filteronly is a small parcels API that uses Waybill's query
-// package, and nothing else of Waybill, to parse and compile the list
-// parameters of a plain net/http + database/sql handler:
+// package and its subpackage query/sqlbuild, and nothing else of Waybill,
+// to parse and compile the list parameters of a plain net/http +
+// database/sql handler:
 //
 //	GET /parcels?filter=status:eq:in_transit&sort=weight_kg:desc&limit=10&offset=0
 //

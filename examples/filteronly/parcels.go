@@ -14,6 +14,7 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // parcel is one row of the parcels table, as the API returns it.
@@ -113,13 +114,14 @@ func listParcels(db *sql.DB) (http.HandlerFunc, error) {
 		}
 		d := query.SQLite
 		// The caller starts each SELECT (and could add its own WHERE, a
-		// tenant say); Count and Page add the filters, order and page.
-		countSQL, countArgs, err := d.SQL(q.Count(d, sq.Select("COUNT(*)").From("parcels")))
+		// tenant say); sqlbuild's Count and Page add the filters, order
+		// and page.
+		countSQL, countArgs, err := sqlbuild.SQL(d, sqlbuild.Count(d, q, sq.Select("COUNT(*)").From("parcels")))
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		pageSQL, pageArgs, err := d.SQL(q.Page(d, sq.Select("id", "tracking_number", "reference", "status",
+		pageSQL, pageArgs, err := sqlbuild.SQL(d, sqlbuild.Page(d, q, sq.Select("id", "tracking_number", "reference", "status",
 			"weight_kg", "pieces", "insured", "shipped_on", "created_at").From("parcels")))
 		if err != nil {
 			writeError(w, err)

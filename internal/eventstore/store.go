@@ -17,6 +17,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 //go:embed migrations
@@ -73,7 +74,7 @@ type Stored struct {
 // Head's statement sees it), and those up to purgedThrough are gone. An
 // organization without events has 0, 0.
 func Head(ctx context.Context, q Querier, d query.Dialect, org string) (seq, purgedThrough int64, err error) {
-	text, args, err := d.SQL(sq.Select("seq", "purged_through").From(HeadsTable).Where("organization_id = ?", org))
+	text, args, err := sqlbuild.SQL(d, sq.Select("seq", "purged_through").From(HeadsTable).Where("organization_id = ?", org))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -93,7 +94,7 @@ func Head(ctx context.Context, q Querier, d query.Dialect, org string) (seq, pur
 func Read(ctx context.Context, q Querier, d query.Dialect, org string, after, through int64, limit int) ([]Stored, error) {
 	b := sq.Select("seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").From(Table).
 		Where("organization_id = ? AND seq > ? AND seq <= ?", org, after, through).OrderBy("seq").Limit(uint64(limit))
-	text, args, err := d.SQL(b)
+	text, args, err := sqlbuild.SQL(d, b)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func Purge(ctx context.Context, db *sql.DB, d query.Dialect, before time.Time) (
 	if err != nil {
 		return 0, err
 	}
-	text, args, err := d.SQL(sq.Update(HeadsTable).
+	text, args, err := sqlbuild.SQL(d, sq.Update(HeadsTable).
 		Set("purged_through", sq.Expr("coalesce(("+lastSQL+"), purged_through)", cutoff)).
 		Where(sq.Expr("EXISTS (SELECT 1 FROM "+Table+" e WHERE e.organization_id = "+HeadsTable+".organization_id AND e.time < ?)", cutoff)))
 	if err != nil {
@@ -161,7 +162,7 @@ func Purge(ctx context.Context, db *sql.DB, d query.Dialect, before time.Time) (
 	if _, err := tx.ExecContext(ctx, text, args...); err != nil {
 		return 0, fmt.Errorf("events: purge: %w", err)
 	}
-	text, args, err = d.SQL(sq.Delete(Table).Where("seq <= (SELECT purged_through FROM " + HeadsTable + " h WHERE h.organization_id = " + Table + ".organization_id)"))
+	text, args, err = sqlbuild.SQL(d, sq.Delete(Table).Where("seq <= (SELECT purged_through FROM "+HeadsTable+" h WHERE h.organization_id = "+Table+".organization_id)"))
 	if err != nil {
 		return 0, err
 	}

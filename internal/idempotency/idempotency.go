@@ -37,6 +37,7 @@ import (
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/internal/httpbody"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/tenancy"
 )
 
@@ -223,7 +224,7 @@ func (s Store) Remember(ctx context.Context, tx *sql.Tx, owner Owner, key string
 	cols := []string{"organization_id", "client_id", "user_id", "idempotency_key", "fingerprint", "status", "headers", "body", "created_at", "expires_at"}
 	vals := []any{owner.OrganizationID, owner.ClientID, owner.UserID, key, a.Fingerprint, a.Status, string(headers), string(a.Body),
 		d.Timestamp(now), d.Timestamp(now.Add(s.TTLOrDefault()))}
-	text, args, err := d.SQL(sq.Insert(Table).Columns(cols...).Values(vals...).
+	text, args, err := sqlbuild.SQL(d, sq.Insert(Table).Columns(cols...).Values(vals...).
 		Suffix("ON CONFLICT (organization_id, client_id, user_id, idempotency_key) DO NOTHING"))
 	if err != nil {
 		return err
@@ -253,7 +254,7 @@ func (s Store) Remember(ctx context.Context, tx *sql.Tx, owner Owner, key string
 	for i, c := range cols[owned:] {
 		set[c] = vals[owned+i]
 	}
-	text, args, err = d.SQL(sq.Update(Table).SetMap(set).
+	text, args, err = sqlbuild.SQL(d, sq.Update(Table).SetMap(set).
 		Where(ownerAnd+"expires_at <= ?", owner.args(key, d.Timestamp(now))...))
 	if err != nil {
 		return err

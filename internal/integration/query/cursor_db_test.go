@@ -14,6 +14,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // cursorFixtures are the operator fixtures with timestamps that need their
@@ -46,7 +47,7 @@ func cursorPage(t *testing.T, db *sql.DB, d query.Dialect, q *query.Query) (ids 
 	for _, o := range q.Sort {
 		columns = append(columns, o.Field) // the fields of the test schema are their columns
 	}
-	text, args, err := d.SQL(q.Page(d, sq.Select(columns...).From("items")))
+	text, args, err := sqlbuild.SQL(d, sqlbuild.Page(d, q, sq.Select(columns...).From("items")))
 	require.NoError(t, err)
 	rs, err := db.Query(text, args...)
 	require.NoError(t, err, text)
@@ -269,7 +270,7 @@ func TestCursorWalkWhileWriting(t *testing.T) {
 
 func remove(t *testing.T, db *sql.DB, d query.Dialect, id string) {
 	t.Helper()
-	text, args, err := d.SQL(sq.Delete("items").Where(sq.Eq{"id": id}))
+	text, args, err := sqlbuild.SQL(d, sq.Delete("items").Where(sq.Eq{"id": id}))
 	require.NoError(t, err)
 	_, err = db.Exec(text, args...)
 	require.NoError(t, err)

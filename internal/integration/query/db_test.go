@@ -16,6 +16,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // fixture is one row of the table every operator runs against, on
@@ -111,7 +112,7 @@ func insert(t *testing.T, db *sql.DB, d query.Dialect, rows []fixture) {
 		stmt := sq.Insert("items").
 			Columns("id", "name", "status", "packages", "weight", "day", "created_at", "active", "comment", "ref_code").
 			Values(r.id, r.name, r.status, r.packages, r.weight, day, d.Timestamp(r.createdAt), r.active, comment, r.code)
-		text, args, err := d.SQL(stmt)
+		text, args, err := sqlbuild.SQL(d, stmt)
 		require.NoError(t, err)
 		_, err = db.Exec(text, args...)
 		require.NoError(t, err)
@@ -279,7 +280,7 @@ func TestOperatorsOnDatabases(t *testing.T) {
 
 func run(t *testing.T, db *sql.DB, d query.Dialect, q *query.Query) ([]string, int) {
 	t.Helper()
-	text, args, err := d.SQL(q.Page(d, sq.Select("id").From("items")))
+	text, args, err := sqlbuild.SQL(d, sqlbuild.Page(d, q, sq.Select("id").From("items")))
 	require.NoError(t, err)
 	rs, err := db.Query(text, args...)
 	require.NoError(t, err, text)
@@ -292,7 +293,7 @@ func run(t *testing.T, db *sql.DB, d query.Dialect, q *query.Query) ([]string, i
 	}
 	require.NoError(t, rs.Err())
 
-	text, args, err = d.SQL(q.Count(d, sq.Select("COUNT(*)").From("items")))
+	text, args, err = sqlbuild.SQL(d, sqlbuild.Count(d, q, sq.Select("COUNT(*)").From("items")))
 	require.NoError(t, err)
 	var total int
 	require.NoError(t, db.QueryRow(text, args...).Scan(&total), text)

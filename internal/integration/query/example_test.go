@@ -13,11 +13,13 @@ import (
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
-// The parser alone, inside a plain net/http handler over database/sql: no
-// other part of Waybill is needed. query's own Example shows the SQL that
-// such a handler runs.
+// The parser and its SQL, inside a plain net/http handler over
+// database/sql: query parses, query/sqlbuild compiles, and no other part of
+// Waybill is needed. sqlbuild's own Example shows the SQL that such a
+// handler runs.
 func Example_handler() {
 	db, err := sql.Open("sqlite", ":memory:")
 	if err != nil {
@@ -51,7 +53,7 @@ func Example_handler() {
 			apierrors.Write(w, r, err) // 400 invalid_request naming the field
 			return
 		}
-		text, args, err := query.SQLite.SQL(q.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
+		text, args, err := sqlbuild.SQL(query.SQLite, sqlbuild.Page(query.SQLite, q, sq.Select("id", "company_name").From("accounts")))
 		if err != nil {
 			apierrors.Write(w, r, err)
 			return
@@ -130,7 +132,7 @@ func Example_cursorWalk() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		text, args, err := query.SQLite.SQL(q.Page(query.SQLite, sq.Select("id", "company_name").From("accounts")))
+		text, args, err := sqlbuild.SQL(query.SQLite, sqlbuild.Page(query.SQLite, q, sq.Select("id", "company_name").From("accounts")))
 		if err != nil {
 			log.Fatal(err)
 		}

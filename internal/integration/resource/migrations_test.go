@@ -17,6 +17,7 @@ import (
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/resource"
 )
 
@@ -52,7 +53,7 @@ func TestMigrateKeysPerUser(t *testing.T) {
 			_, err = migrate.Apply(ctx, db, d, fstest.MapFS{dir + "/0001_idempotency.sql": {Data: first}}, dir, migrationsTable)
 			require.NoError(t, err)
 			now := time.Now().UTC()
-			text, args, err := d.SQL(sq.Insert(idempotency.Table).
+			text, args, err := sqlbuild.SQL(d, sq.Insert(idempotency.Table).
 				Columns("organization_id", "client_id", "idempotency_key", "fingerprint", "status", "headers", "body", "created_at", "expires_at").
 				Values("org-1", "client-1", "k1", "f1", 201, `{"Location":"/v1/b/accounts/1"}`, `{"data":{}}`, d.Timestamp(now), d.Timestamp(now.Add(time.Hour))))
 			require.NoError(t, err)

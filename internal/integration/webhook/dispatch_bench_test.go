@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/webhook/signature"
 )
 
@@ -98,9 +99,9 @@ func benchmarkThroughputFloor(b *testing.B, d query.Dialect) {
 	_, secret := e.addEndpoint(endpointSpec{URL: rc.url("a"), Types: []string{"*"}})
 	rc.expect("a", secret)
 	e.addEvents(e.org, b.N)
-	read, _, err := e.d.SQL(sq.Select("id", "body").From("waybill_events").Where("organization_id = ? AND seq = ?", "", 0))
+	read, _, err := sqlbuild.SQL(e.d, sq.Select("id", "body").From("waybill_events").Where("organization_id = ? AND seq = ?", "", 0))
 	require.NoError(b, err)
-	done, _, err := e.d.SQL(sq.Update("waybill_events").Set("type", "delivered").Where("organization_id = ? AND seq = ?", "", 0))
+	done, _, err := sqlbuild.SQL(e.d, sq.Update("waybill_events").Set("type", "delivered").Where("organization_id = ? AND seq = ?", "", 0))
 	require.NoError(b, err)
 	seqs := make(chan int64, b.N)
 	for i := range b.N {

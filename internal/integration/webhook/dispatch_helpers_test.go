@@ -26,6 +26,7 @@ import (
 
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/sqlbuild"
 	"github.com/waybillhq/waybill/resource"
 	"github.com/waybillhq/waybill/webhook"
 	"github.com/waybillhq/waybill/webhook/signature"
@@ -65,7 +66,7 @@ func newDispatchEnv(t testing.TB, d query.Dialect) *dispatchEnv {
 // exec runs text, written with ? placeholders.
 func (e *dispatchEnv) exec(text string, args ...any) sql.Result {
 	e.t.Helper()
-	text, args, err := e.d.SQL(sq.Expr(text, args...))
+	text, args, err := sqlbuild.SQL(e.d, sq.Expr(text, args...))
 	require.NoError(e.t, err)
 	r, err := e.db.ExecContext(context.Background(), text, args...)
 	require.NoError(e.t, err)
@@ -75,7 +76,7 @@ func (e *dispatchEnv) exec(text string, args ...any) sql.Result {
 // queryRow runs text, written with ? placeholders, and scans its one row.
 func (e *dispatchEnv) queryRow(text string, args []any, dest ...any) {
 	e.t.Helper()
-	text, args, err := e.d.SQL(sq.Expr(text, args...))
+	text, args, err := sqlbuild.SQL(e.d, sq.Expr(text, args...))
 	require.NoError(e.t, err)
 	require.NoError(e.t, e.db.QueryRowContext(context.Background(), text, args...).Scan(dest...))
 }
@@ -116,7 +117,7 @@ func (e *dispatchEnv) addEvent(org, typ, branch, record string, at time.Time) ev
 	tx, err := e.db.BeginTx(ctx, nil)
 	require.NoError(e.t, err)
 	defer func() { _ = tx.Rollback() }()
-	text, args, err := e.d.SQL(sq.Expr(`INSERT INTO waybill_event_heads (organization_id, seq) VALUES (?, 1)
+	text, args, err := sqlbuild.SQL(e.d, sq.Expr(`INSERT INTO waybill_event_heads (organization_id, seq) VALUES (?, 1)
 ON CONFLICT (organization_id) DO UPDATE SET seq = waybill_event_heads.seq + 1 RETURNING seq`, org))
 	require.NoError(e.t, err)
 	require.NoError(e.t, tx.QueryRowContext(ctx, text, args...).Scan(&ev.Seq))
@@ -131,7 +132,7 @@ ON CONFLICT (organization_id) DO UPDATE SET seq = waybill_event_heads.seq + 1 RE
 	if branch != "" {
 		branchValue = branch
 	}
-	text, args, err = e.d.SQL(sq.Insert("waybill_events").
+	text, args, err = sqlbuild.SQL(e.d, sq.Insert("waybill_events").
 		Columns("organization_id", "seq", "id", "type", "resource", "branch_id", "record_id", "time", "body").
 		Values(org, ev.Seq, ev.ID, typ, resource, branchValue, record, e.d.Timestamp(at), string(body)))
 	require.NoError(e.t, err)
@@ -183,7 +184,7 @@ func (e *dispatchEnv) addEndpoint(s endpointSpec) (id, secret string) {
 		status = "disabled"
 	}
 	now := e.d.Timestamp(time.Now())
-	text, args, err := e.d.SQL(sq.Insert("waybill_webhook_endpoints").
+	text, args, err := sqlbuild.SQL(e.d, sq.Insert("waybill_webhook_endpoints").
 		Columns("id", "organization_id", "url", "event_types", "branch_ids", "grant_resources", "grant_branches",
 			"secret", "secret_key_id", "status", "client_id", "after_seq", "created_at", "updated_at").
 		Values(id, s.Org, s.URL, list(s.Types), list(s.Branches), list(s.GrantResources), list(s.GrantBranches),
@@ -204,7 +205,7 @@ type delivery struct {
 // deliveries returns the deliveries of an endpoint in event order.
 func (e *dispatchEnv) deliveries(endpointID string) []delivery {
 	e.t.Helper()
-	text, args, err := e.d.SQL(sq.Select("id", "event_id", "record_id", "status", "event_seq", "attempts").
+	text, args, err := sqlbuild.SQL(e.d, sq.Select("id", "event_id", "record_id", "status", "event_seq", "attempts").
 		From("waybill_webhook_deliveries").Where("endpoint_id = ?", endpointID).OrderBy("event_seq"))
 	require.NoError(e.t, err)
 	rows, err := e.db.QueryContext(context.Background(), text, args...)
@@ -252,7 +253,7 @@ type attempt struct {
 // attempts returns the attempts of a delivery in order.
 func (e *dispatchEnv) attempts(deliveryID string) []attempt {
 	e.t.Helper()
-	text, args, err := e.d.SQL(sq.Select("n", "status_code", "error").From("waybill_webhook_attempts").
+	text, args, err := sqlbuild.SQL(e.d, sq.Select("n", "status_code", "error").From("waybill_webhook_attempts").
 		Where("delivery_id = ?", deliveryID).OrderBy("n"))
 	require.NoError(e.t, err)
 	rows, err := e.db.QueryContext(context.Background(), text, args...)

@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 
 // addEvents appends n events of org, each of its own record, in one
@@ -24,7 +26,7 @@ func (e *dispatchEnv) addEvents(org string, n int) {
 	tx, err := e.db.BeginTx(ctx, nil)
 	require.NoError(e.t, err)
 	defer func() { _ = tx.Rollback() }()
-	text, args, err := e.d.SQL(sq.Expr(`INSERT INTO waybill_event_heads (organization_id, seq) VALUES (?, ?)
+	text, args, err := sqlbuild.SQL(e.d, sq.Expr(`INSERT INTO waybill_event_heads (organization_id, seq) VALUES (?, ?)
 ON CONFLICT (organization_id) DO UPDATE SET seq = waybill_event_heads.seq + excluded.seq RETURNING seq`, org, n))
 	require.NoError(e.t, err)
 	var last int64
@@ -37,7 +39,7 @@ ON CONFLICT (organization_id) DO UPDATE SET seq = waybill_event_heads.seq + excl
 			b = b.Values(org, seq, id, "quotation.created", "quotations", nil, "bulk-"+strconv.FormatInt(seq, 10), at,
 				`{"specversion":"1.0","id":"`+id+`","type":"quotation.created"}`)
 		}
-		text, args, err := e.d.SQL(b)
+		text, args, err := sqlbuild.SQL(e.d, b)
 		require.NoError(e.t, err)
 		_, err = tx.ExecContext(ctx, text, args...)
 		require.NoError(e.t, err)

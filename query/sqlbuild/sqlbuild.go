@@ -1,4 +1,4 @@
-package query
+package sqlbuild
 
 import (
 	"fmt"
@@ -6,29 +6,9 @@ import (
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
+
+	"github.com/waybillhq/waybill/query"
 )
-
-// Dialect is the SQL dialect a Query compiles to. It decides the
-// placeholders, how LIKE and ILIKE are written, how NULLs sort, and how
-// dates and timestamps are bound.
-type Dialect uint8
-
-// The supported dialects.
-const (
-	// Postgres is PostgreSQL: $n placeholders, LIKE and ILIKE with an
-	// ESCAPE clause, timestamps bound as time.Time.
-	Postgres Dialect = iota + 1
-	// SQLite is SQLite: ? placeholders; like is GLOB (case-sensitive) and
-	// ilike is LIKE with an ESCAPE clause (case-insensitive for ASCII
-	// letters, as SQLite's LIKE is); timestamps are stored and bound as
-	// text in SQLiteTimestampLayout so that they compare in time order.
-	SQLite
-)
-
-// SQLiteTimestampLayout is the layout of timestamps stored in SQLite: UTC,
-// fixed width, microseconds, so that text order is time order. A schema
-// that keeps timestamps in SQLite must write them with Dialect.Timestamp.
-const SQLiteTimestampLayout = "2006-01-02T15:04:05.000000Z"
 
 // likeEscape is the ESCAPE character of compiled LIKE patterns. It is not
 // a backslash, so that the clause reads the same in every dialect and every
@@ -36,20 +16,11 @@ const SQLiteTimestampLayout = "2006-01-02T15:04:05.000000Z"
 // character.
 const likeEscape = '!'
 
-// String returns "postgres" or "sqlite".
-func (d Dialect) String() string {
-	switch d {
-	case Postgres:
-		return "postgres"
-	case SQLite:
-		return "sqlite"
-	}
-	return fmt.Sprintf("Dialect(%d)", uint8(d))
-}
-
-// PlaceholderFormat returns the squirrel placeholder format of d.
-func (d Dialect) PlaceholderFormat() sq.PlaceholderFormat {
-	if d == Postgres {
+// Placeholders returns the squirrel placeholder format of d: $n for
+// PostgreSQL, ? for SQLite. SQL applies it; a caller that renders a
+// builder itself sets it once, on the outermost builder.
+func Placeholders(d query.Dialect) sq.PlaceholderFormat {
+	if d == query.Postgres {
 		return sq.Dollar
 	}
 	return sq.Question
@@ -58,65 +29,33 @@ func (d Dialect) PlaceholderFormat() sq.PlaceholderFormat {
 // SQL renders s, built with ? placeholders, and converts the placeholders
 // once, at the top, to d's format. Converting at the top and not in nested
 // builders keeps PostgreSQL's $n numbering right.
-func (d Dialect) SQL(s sq.Sqlizer) (string, []any, error) {
+func SQL(d query.Dialect, s sq.Sqlizer) (string, []any, error) {
 	sql, args, err := s.ToSql()
 	if err != nil {
 		return "", nil, err
 	}
-	if d == Postgres {
+	if d == query.Postgres {
 		sql, err = sq.Dollar.ReplacePlaceholders(sql)
 	}
 	return sql, args, err
 }
 
-// Timestamp returns the value to bind or store for a timestamp in d: a UTC
-// time.Time for PostgreSQL, a text in SQLiteTimestampLayout for SQLite.
-func (d Dialect) Timestamp(t time.Time) any {
-	if d == SQLite {
-		return t.UTC().Format(SQLiteTimestampLayout)
-	}
-	return t.UTC()
-}
-
-// ScanTimestamp returns a timestamp as a driver reads it from either
-// dialect, in UTC: a time.Time from PostgreSQL, text in
-// SQLiteTimestampLayout (or any RFC 3339 text) from SQLite. NULL (nil) is
-// the zero time.
-func ScanTimestamp(v any) (time.Time, error) {
-	switch v := v.(type) {
-	case nil:
-		return time.Time{}, nil
-	case time.Time:
-		return v.UTC(), nil
-	case []byte:
-		return ScanTimestamp(string(v))
-	case string:
-		t, err := time.Parse(time.RFC3339Nano, v)
-		return t.UTC(), err
-	}
-	return time.Time{}, fmt.Errorf("query: a timestamp of type %T", v)
-}
-
-// Date returns the value to bind or store for a date in d: YYYY-MM-DD text,
-// which PostgreSQL reads as a date and SQLite compares in date order.
-func (d Dialect) Date(t time.Time) any {
-	return t.Format(time.DateOnly)
-}
-
 // Where returns the filters of q as one squirrel condition, ANDed, every
 // value a bound ? parameter. It returns nil when q has no filters.
-func (q *Query) Where(d Dialect) sq.Sqlizer {
+func Where(d query.Dialect, q *query.Query) sq.Sqlizer {
 	if len(q.Filters) == 0 {
 		return nil
 	}
 	return where{filters: q.Filters, dialect: d}
 }
 
-// OrderBy returns the ORDER BY terms of q, the tiebreaker last.
-func (q *Query) OrderBy(d Dialect) []string {
+// OrderBy returns the ORDER BY terms of q, the tiebreaker last. On SQLite
+// a Nullable key gets NULLS LAST ascending and NULLS FIRST descending, so
+// that NULLs sort as PostgreSQL sorts them.
+func OrderBy(d query.Dialect, q *query.Query) []string {
 	terms := make([]string, len(q.Sort))
-	for i, o := range q.Sort {
-		terms[i] = o.term(d)
+	for i := range q.Sort {
+		terms[i] = term(d, &q.Sort[i])
 	}
 	return terms
 }
@@ -127,23 +66,23 @@ func (q *Query) OrderBy(d Dialect) []string {
 // of a request shape has the same SQL text. When q has a cursor (After),
 // Page adds its condition, as Keyset returns it, instead of an offset:
 // LIMIT alone, the rows strictly after the cursor's position.
-func (q *Query) Page(d Dialect, b sq.SelectBuilder) sq.SelectBuilder {
+func Page(d query.Dialect, q *query.Query, b sq.SelectBuilder) sq.SelectBuilder {
 	if q.After != nil {
 		// One Where for the filters and the cursor: each squirrel builder
 		// call copies the builder's state.
 		return b.Where(where{filters: q.Filters, dialect: d, seek: &keyset{sort: q.Sort, after: q.After, dialect: d}}).
-			OrderBy(q.OrderBy(d)...).Suffix("LIMIT ?", q.Limit)
+			OrderBy(OrderBy(d, q)...).Suffix("LIMIT ?", q.Limit)
 	}
 	if len(q.Filters) > 0 {
 		b = b.Where(where{filters: q.Filters, dialect: d})
 	}
-	return b.OrderBy(q.OrderBy(d)...).Suffix("LIMIT ? OFFSET ?", q.Limit, q.Offset)
+	return b.OrderBy(OrderBy(d, q)...).Suffix("LIMIT ? OFFSET ?", q.Limit, q.Offset)
 }
 
 // Keyset returns the condition of q's cursor: the rows that come strictly
-// after the position After in the order OrderBy gives, every value a bound
-// ? parameter. It returns nil when q has no cursor. Page adds it; Keyset
-// is for a caller that builds its statement with Where and OrderBy.
+// after the position q.After in the order OrderBy gives, every value a
+// bound ? parameter. It returns nil when q has no cursor. Page adds it;
+// Keyset is for a caller that builds its statement with Where and OrderBy.
 //
 // When every sort key has the same direction and none is Nullable, the
 // condition is one row-value comparison, (a, b, id) > (?, ?, ?) (< when
@@ -152,7 +91,7 @@ func (q *Query) Page(d Dialect, b sq.SelectBuilder) sq.SelectBuilder {
 // ?))), led by a bound on the first key (a >= ?) where one holds, in which
 // a NULL sorts after every value ascending and before every value
 // descending, as OrderBy places NULLs.
-func (q *Query) Keyset(d Dialect) sq.Sqlizer {
+func Keyset(d query.Dialect, q *query.Query) sq.Sqlizer {
 	if q.After == nil {
 		return nil
 	}
@@ -162,30 +101,33 @@ func (q *Query) Keyset(d Dialect) sq.Sqlizer {
 // Count adds q's filters to b, typically sq.Select("COUNT(*)").From(table)
 // with the caller's conditions, for the total of every matching record. A
 // cursor does not change the count: it is the total of the whole list.
-func (q *Query) Count(d Dialect, b sq.SelectBuilder) sq.SelectBuilder {
+func Count(d query.Dialect, q *query.Query, b sq.SelectBuilder) sq.SelectBuilder {
 	if len(q.Filters) > 0 {
 		b = b.Where(where{filters: q.Filters, dialect: d})
 	}
 	return b
 }
 
-func (o Order) term(d Dialect) string {
-	switch {
-	case d == SQLite && o.nullable && o.Desc:
-		return o.column + " DESC NULLS FIRST"
-	case d == SQLite && o.nullable:
-		return o.column + " ASC NULLS LAST"
-	case o.Desc:
-		return o.column + " DESC"
+// term returns the ORDER BY term of one sort key.
+func term(d query.Dialect, o *query.Order) string {
+	c := o.Column()
+	if d == query.SQLite && o.Nullable() {
+		if o.Desc {
+			return c + " DESC NULLS FIRST"
+		}
+		return c + " ASC NULLS LAST"
 	}
-	return o.column + " ASC"
+	if o.Desc {
+		return c + " DESC"
+	}
+	return c + " ASC"
 }
 
 // where is the squirrel condition of a list of filters, and of a cursor
 // when seek is set.
 type where struct {
-	filters []Filter
-	dialect Dialect
+	filters []query.Filter
+	dialect query.Dialect
 	seek    *keyset
 }
 
@@ -203,16 +145,16 @@ func (w where) ToSql() (string, []any, error) {
 		if i > 0 {
 			b.WriteString(" AND ")
 		}
-		b.WriteString(f.column)
+		b.WriteString(f.Column())
 		switch f.Op {
-		case IsNull:
+		case query.IsNull:
 			if f.Values[0].(bool) {
 				b.WriteString(" IS NULL")
 			} else {
 				b.WriteString(" IS NOT NULL")
 			}
 			continue
-		case In:
+		case query.In:
 			b.WriteString(" IN (")
 			for j := range f.Values {
 				if j > 0 {
@@ -221,14 +163,14 @@ func (w where) ToSql() (string, []any, error) {
 				b.WriteString("?")
 			}
 			b.WriteString(")")
-		case Like, ILike:
+		case query.Like, query.ILike:
 			pattern := f.Values[0].(string)
 			switch {
-			case w.dialect == SQLite && f.Op == Like:
+			case w.dialect == query.SQLite && f.Op == query.Like:
 				b.WriteString(" GLOB ?")
 				args = append(args, globPattern(pattern))
 				continue
-			case w.dialect == SQLite, f.Op == Like:
+			case w.dialect == query.SQLite, f.Op == query.Like:
 				b.WriteString(" LIKE ? ESCAPE '!'")
 			default:
 				b.WriteString(" ILIKE ? ESCAPE '!'")
@@ -238,8 +180,9 @@ func (w where) ToSql() (string, []any, error) {
 		default:
 			b.WriteString(comparison(f.Op))
 		}
+		typ := f.Type()
 		for _, v := range f.Values {
-			args = append(args, w.dialect.bind(f.typ, v))
+			args = append(args, bind(w.dialect, typ, v))
 		}
 	}
 	if w.seek != nil {
@@ -257,28 +200,28 @@ func (w where) ToSql() (string, []any, error) {
 }
 
 // comparison returns the SQL of a comparison operator with its placeholder.
-func comparison(op Op) string {
+func comparison(op query.Op) string {
 	switch op {
-	case Ne:
+	case query.Ne:
 		return " <> ?"
-	case Gt:
+	case query.Gt:
 		return " > ?"
-	case Gte:
+	case query.Gte:
 		return " >= ?"
-	case Lt:
+	case query.Lt:
 		return " < ?"
-	case Lte:
+	case query.Lte:
 		return " <= ?"
 	}
 	return " = ?"
 }
 
 // bind converts a parsed value to what d binds for a field of type t.
-func (d Dialect) bind(t Type, v any) any {
+func bind(d query.Dialect, t query.Type, v any) any {
 	switch t {
-	case Date:
+	case query.Date:
 		return d.Date(v.(time.Time))
-	case Timestamp:
+	case query.Timestamp:
 		return d.Timestamp(v.(time.Time))
 	}
 	return v
@@ -327,9 +270,9 @@ func globPattern(p string) string {
 // keyset is the squirrel condition of a cursor: the rows strictly after a
 // position in the order of sort.
 type keyset struct {
-	sort    []Order
+	sort    []query.Order
 	after   []any
-	dialect Dialect
+	dialect query.Dialect
 }
 
 // ToSql implements sq.Sqlizer. The SQL holds column names, operators and
@@ -337,11 +280,11 @@ type keyset struct {
 // the position holds NULL there, never on a value.
 func (k keyset) ToSql() (string, []any, error) {
 	if len(k.after) != len(k.sort) || len(k.sort) == 0 {
-		return "", nil, fmt.Errorf("query: the cursor position has %d values for %d sort keys", len(k.after), len(k.sort))
+		return "", nil, fmt.Errorf("sqlbuild: the cursor position has %d values for %d sort keys", len(k.after), len(k.sort))
 	}
 	for i, o := range k.sort {
-		if k.after[i] == nil && !o.nullable {
-			return "", nil, fmt.Errorf("query: the cursor position is NULL for %q, which is not Nullable", o.Field)
+		if k.after[i] == nil && !o.Nullable() {
+			return "", nil, fmt.Errorf("sqlbuild: the cursor position is NULL for %q, which is not Nullable", o.Field)
 		}
 	}
 	var b strings.Builder
@@ -353,7 +296,7 @@ func (k keyset) ToSql() (string, []any, error) {
 			op = " < "
 		}
 		if len(k.sort) == 1 {
-			b.WriteString(k.sort[0].column)
+			b.WriteString(k.sort[0].Column())
 			b.WriteString(op)
 			b.WriteString("?")
 		} else {
@@ -362,7 +305,7 @@ func (k keyset) ToSql() (string, []any, error) {
 				if i > 0 {
 					b.WriteString(", ")
 				}
-				b.WriteString(o.column)
+				b.WriteString(o.Column())
 			}
 			b.WriteString(")")
 			b.WriteString(op)
@@ -376,21 +319,21 @@ func (k keyset) ToSql() (string, []any, error) {
 			b.WriteString(")")
 		}
 		for i, o := range k.sort {
-			args = append(args, k.dialect.bind(o.typ, k.after[i]))
+			args = append(args, bind(k.dialect, o.Type(), k.after[i]))
 		}
 		return b.String(), args, nil
 	}
 	// A bound on the first key lets an index on it start the scan at the
 	// cursor: every row after a non-NULL position has a first key at least
 	// (ascending, NULLs aside) or at most (descending) the position's.
-	if first := k.sort[0]; len(k.sort) > 1 && k.after[0] != nil && (first.Desc || !first.nullable) {
-		b.WriteString(first.column)
+	if first := k.sort[0]; len(k.sort) > 1 && k.after[0] != nil && (first.Desc || !first.Nullable()) {
+		b.WriteString(first.Column())
 		if first.Desc {
 			b.WriteString(" <= ? AND ")
 		} else {
 			b.WriteString(" >= ? AND ")
 		}
-		args = append(args, k.dialect.bind(first.typ, k.after[0]))
+		args = append(args, bind(k.dialect, first.Type(), k.after[0]))
 	}
 	b.WriteString("(")
 	args = k.chain(&b, args, 0)
@@ -402,7 +345,7 @@ func (k keyset) ToSql() (string, []any, error) {
 // same direction and no NULLs.
 func (k keyset) rowValue() bool {
 	for _, o := range k.sort {
-		if o.nullable || o.Desc != k.sort[0].Desc {
+		if o.Nullable() || o.Desc != k.sort[0].Desc {
 			return false
 		}
 	}
@@ -413,6 +356,7 @@ func (k keyset) rowValue() bool {
 // after on key i, or equal on key i and after on the keys that follow.
 func (k keyset) chain(b *strings.Builder, args []any, i int) []any {
 	o, v := k.sort[i], k.after[i]
+	column := o.Column()
 	last := i == len(k.sort)-1
 	// After on key i; nothing comes after a NULL ascending, as NULLs are
 	// last then.
@@ -423,23 +367,23 @@ func (k keyset) chain(b *strings.Builder, args []any, i int) []any {
 			return args
 		}
 	case v == nil:
-		b.WriteString(o.column)
+		b.WriteString(column)
 		b.WriteString(" IS NOT NULL")
 	case o.Desc:
-		b.WriteString(o.column)
+		b.WriteString(column)
 		b.WriteString(" < ?")
-		args = append(args, k.dialect.bind(o.typ, v))
-	case o.nullable:
+		args = append(args, bind(k.dialect, o.Type(), v))
+	case o.Nullable():
 		b.WriteString("(")
-		b.WriteString(o.column)
+		b.WriteString(column)
 		b.WriteString(" > ? OR ")
-		b.WriteString(o.column)
+		b.WriteString(column)
 		b.WriteString(" IS NULL)")
-		args = append(args, k.dialect.bind(o.typ, v))
+		args = append(args, bind(k.dialect, o.Type(), v))
 	default:
-		b.WriteString(o.column)
+		b.WriteString(column)
 		b.WriteString(" > ?")
-		args = append(args, k.dialect.bind(o.typ, v))
+		args = append(args, bind(k.dialect, o.Type(), v))
 	}
 	if last {
 		return args
@@ -448,12 +392,12 @@ func (k keyset) chain(b *strings.Builder, args []any, i int) []any {
 		b.WriteString(" OR ")
 	}
 	b.WriteString("(")
-	b.WriteString(o.column)
+	b.WriteString(column)
 	if v == nil {
 		b.WriteString(" IS NULL AND (")
 	} else {
 		b.WriteString(" = ? AND (")
-		args = append(args, k.dialect.bind(o.typ, v))
+		args = append(args, bind(k.dialect, o.Type(), v))
 	}
 	args = k.chain(b, args, i+1)
 	b.WriteString("))")
