@@ -56,7 +56,7 @@ func TestMigrateCommand(t *testing.T) {
 			url := b.url(t)
 			out, err := runCommand(t, nil, "migrate", "--database-url", url)
 			require.NoError(t, err)
-			assert.JSONEq(t, `{"applied":[1,2,3,4,5,6]}`, out)
+			assert.JSONEq(t, `{"applied":[1,2,3,4,5,6,7]}`, out)
 
 			out, err = runCommand(t, map[string]string{"WAYBILL_DATABASE_URL": url}, "migrate")
 			require.NoError(t, err)

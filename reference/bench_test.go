@@ -34,14 +34,14 @@ type benchData struct {
 }
 
 // loadQuotations loads n quotations into a schema of their own.
-func loadQuotations(b *testing.B, n int) benchData {
+func loadQuotations(b testing.TB, n int) benchData {
 	b.Helper()
 	return loadQuotationsAt(b, testdb.PostgresURL(b), n)
 }
 
 // loadQuotationsAt migrates the database that dbURL names and loads n
 // quotations into it.
-func loadQuotationsAt(b *testing.B, dbURL string, n int) benchData {
+func loadQuotationsAt(b testing.TB, dbURL string, n int) benchData {
 	b.Helper()
 	ctx := context.Background()
 	db, _, _, err := openAndMigrate(ctx, dbURL, defaultDBMaxConns)
@@ -74,16 +74,26 @@ func loadQuotationsAt(b *testing.B, dbURL string, n int) benchData {
 }
 
 // statements returns the two statements the API runs for benchQuery, with
-// their arguments, as the resource handlers build them: the page reads one
-// row more than the limit, to know whether a next page exists.
-func (d benchData) statements(b *testing.B) (count string, countArgs []any, page string, pageArgs []any) {
+// their arguments, as the resource handlers build them.
+func (d benchData) statements(b testing.TB) (count string, countArgs []any, page string, pageArgs []any) {
+	b.Helper()
+	return d.statementsOf(b, benchQuery, nil)
+}
+
+// statementsOf returns the two statements the API runs for the list
+// request rawQuery (limit, offset, sort and filters), with their arguments,
+// as the resource handlers build them: the count, and the page, which reads
+// one row more than the limit, to know whether a next page exists. after is
+// the position of a cursor, the values of the sort keys of the last row of
+// the previous page (nil: no cursor); the page then seeks past it.
+func (d benchData) statementsOf(b testing.TB, rawQuery string, after []any) (count string, countArgs []any, page string, pageArgs []any) {
 	b.Helper()
 	api, err := newAPI(d.db, query.Postgres, nil, testLogger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	r := api.Resource("quotations")
-	values, err := url.ParseQuery(benchQuery)
+	values, err := url.ParseQuery(rawQuery)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,6 +101,7 @@ func (d benchData) statements(b *testing.B) (count string, countArgs []any, page
 	if err != nil {
 		b.Fatal(err)
 	}
+	q.After = after
 	var cols []string
 	for _, f := range r.AllFields() {
 		cols = append(cols, f.Name)
@@ -110,28 +121,34 @@ func (d benchData) statements(b *testing.B) (count string, countArgs []any, page
 	return count, countArgs, page, pageArgs
 }
 
-// explain logs the plans of the two statements.
-func (d benchData) explain(b *testing.B) {
+// explain logs the plans of the two statements of benchQuery.
+func (d benchData) explain(b testing.TB) {
 	count, countArgs, page, pageArgs := d.statements(b)
-	for _, s := range []struct {
-		sql  string
-		args []any
-	}{{count, countArgs}, {page, pageArgs}} {
-		rows, err := d.db.Query("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+s.sql, s.args...)
-		if err != nil {
+	d.logPlan(b, count, countArgs)
+	d.logPlan(b, page, pageArgs)
+}
+
+// logPlan runs stmt with args under EXPLAIN (ANALYZE, BUFFERS) and logs
+// the statement and its plan, without the planner's costs.
+func (d benchData) logPlan(b testing.TB, stmt string, args []any) {
+	b.Helper()
+	rows, err := d.db.Query("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) "+stmt, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
 			b.Fatal(err)
 		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				b.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		rows.Close()
-		b.Logf("%s\n%s", s.sql, strings.Join(plan, "\n"))
+		plan = append(plan, line)
 	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%s %v\n%s", stmt, args, strings.Join(plan, "\n"))
 }
 
 // BenchmarkQuotationList is GET /v1/{branch}/quotations with three filters,

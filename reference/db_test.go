@@ -97,7 +97,7 @@ func TestSQLiteRelativePath(t *testing.T) {
 	} {
 		out, err := runCommand(t, nil, "migrate", "--database-url", tc.url)
 		require.NoError(t, err, tc.url)
-		assert.JSONEq(t, `{"applied":[1,2,3,4,5,6]}`, out)
+		assert.JSONEq(t, `{"applied":[1,2,3,4,5,6,7]}`, out)
 		assert.FileExists(t, tc.file)
 	}
 }
@@ -108,7 +108,7 @@ func TestSQLiteAbsolutePath(t *testing.T) {
 	require.True(t, strings.HasPrefix(path, "/"))
 	out, err := runCommand(t, nil, "migrate", "--database-url", "sqlite://"+path) // sqlite:///tmp/...
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"applied":[1,2,3,4,5,6]}`, out)
+	assert.JSONEq(t, `{"applied":[1,2,3,4,5,6,7]}`, out)
 	assert.FileExists(t, path)
 }
 
@@ -124,7 +124,7 @@ func TestOpenDB(t *testing.T) {
 
 			applied, err := migrateDB(t.Context(), db, dialect)
 			require.NoError(t, err)
-			assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, applied)
+			assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7}, applied)
 			applied, err = migrateDB(t.Context(), db, dialect)
 			require.NoError(t, err)
 			assert.Empty(t, applied)
@@ -234,7 +234,7 @@ func TestMigrateAccountContacts(t *testing.T) {
 
 			applied, err = migrateDB(ctx, db, dialect)
 			require.NoError(t, err)
-			require.Equal(t, []int{3, 4, 5, 6}, applied)
+			require.Equal(t, []int{3, 4, 5, 6, 7}, applied)
 
 			for id, want := range map[string][2]sql.NullString{
 				blank: {},
