@@ -28,11 +28,15 @@ const (
 //
 //   - a cancelled context (context.Canceled): the client went away before
 //     the answer; ClientClosed, status 499, logged below the error level;
-//   - an expired deadline (context.DeadlineExceeded), or a PostgreSQL
+//   - an expired deadline (context.DeadlineExceeded), a PostgreSQL
 //     statement cancelled (SQLSTATE 57014: a statement_timeout, or the
-//     cancel request of a deadline): the request could not get what it
+//     cancel request of a deadline), or a SQLite database that another
+//     connection kept locked (SQLITE_BUSY: for longer than the busy
+//     timeout, or since the transaction's snapshot; SQLITE_LOCKED: a
+//     table another statement holds): the request could not get what it
 //     needed in time, such as a free database connection within the
-//     server's bound; 503 temporarily_unavailable with Retry-After: 1;
+//     server's bound or the database's write lock; 503
+//     temporarily_unavailable with Retry-After: 1;
 //   - a dependency that cannot be reached or went away: a network error,
 //     a connection refused or reset, a driver's bad connection, pgx's
 //     connection closed before a statement could be sent, or a
@@ -44,8 +48,9 @@ const (
 //     err.
 //
 // The returned error keeps err as its cause for the log. Drivers are
-// recognized by the standard library's types and by the SQLState method of
-// pgx's errors, without importing any driver.
+// recognized by the standard library's types, by the SQLState method of
+// pgx's errors and by the Code method of modernc.org/sqlite's, without
+// importing any driver.
 func From(err error) *Error {
 	e, ok := As(err)
 	if ok && e.Code != CodeServerError {
@@ -99,14 +104,42 @@ func FromRequest(r *http.Request, err error) *Error {
 }
 
 // overloaded reports whether err says that a request could not get what it
-// needed in time: its deadline passed, or PostgreSQL cancelled its
-// statement (SQLSTATE 57014, a statement_timeout or the cancel request of a
-// deadline).
+// needed in time: its deadline passed, PostgreSQL cancelled its statement
+// (SQLSTATE 57014, a statement_timeout or the cancel request of a
+// deadline), or SQLite found the database locked (see sqliteBusy).
 func overloaded(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	return sqlState(err) == "57014"
+	return sqlState(err) == "57014" || sqliteBusy(err)
+}
+
+// SQLite's primary result codes for a lock held by another connection
+// (https://sqlite.org/rescode.html); the extended codes keep them in their
+// low byte.
+const (
+	sqliteCodeBusy   = 5 // SQLITE_BUSY: the database file is locked
+	sqliteCodeLocked = 6 // SQLITE_LOCKED: a table is locked
+)
+
+// sqliteBusy reports whether err is SQLite's SQLITE_BUSY or
+// SQLITE_LOCKED, or one of their extended codes (SQLITE_BUSY_SNAPSHOT, a
+// read transaction that another connection's commit overtook before it
+// could write; SQLITE_LOCKED_SHAREDCACHE, ...): another connection or
+// statement held the lock the statement needed, for longer than the
+// connection's busy timeout or where SQLite does not wait. The statement
+// wrote nothing, and the same request sent again may succeed.
+// modernc.org/sqlite's *sqlite.Error is recognized by its Code method.
+func sqliteBusy(err error) bool {
+	var lite interface{ Code() int }
+	if !errors.As(err, &lite) {
+		return false
+	}
+	switch lite.Code() & 0xff {
+	case sqliteCodeBusy, sqliteCodeLocked:
+		return true
+	}
+	return false
 }
 
 // connClosed reports whether err is pgx's error for a statement on a

@@ -24,6 +24,13 @@ type pgError struct{ state string }
 func (e *pgError) Error() string    { return "pg error " + e.state }
 func (e *pgError) SQLState() string { return e.state }
 
+// sqliteError has the method by which From recognizes modernc.org/sqlite's
+// *sqlite.Error: its result code, primary or extended.
+type sqliteError int
+
+func (e sqliteError) Error() string { return fmt.Sprintf("sqlite error (%d)", int(e)) }
+func (e sqliteError) Code() int     { return int(e) }
+
 // lockError has the method and the unwrapped text by which From
 // recognizes pgx's error for a connection closed before a statement was
 // sent (pgconn's connLockError around pgconn.ErrConnClosed).
@@ -72,6 +79,17 @@ func TestFrom(t *testing.T) {
 		{"cannot connect now", &pgError{"57P03"}, "temporarily_unavailable", 503, "5"},
 		{"statement cancelled", &pgError{"57014"}, "temporarily_unavailable", 503, "1"},
 		{"a short SQLSTATE", &pgError{"08"}, "server_error", 500, ""},
+		{"SQLITE_BUSY", sqliteError(5), "temporarily_unavailable", 503, "1"},
+		{"SQLITE_BUSY_SNAPSHOT in Internal", apierrors.Internal(fmt.Errorf("update: %w", sqliteError(517))), "temporarily_unavailable", 503, "1"},
+		{"SQLITE_BUSY_RECOVERY", sqliteError(261), "temporarily_unavailable", 503, "1"},
+		{"SQLITE_BUSY_TIMEOUT", sqliteError(773), "temporarily_unavailable", 503, "1"},
+		{"SQLITE_LOCKED", fmt.Errorf("drop: %w", sqliteError(6)), "temporarily_unavailable", 503, "1"},
+		{"SQLITE_LOCKED_SHAREDCACHE", sqliteError(262), "temporarily_unavailable", 503, "1"},
+		{"SQLITE_ERROR", sqliteError(1), "server_error", 500, ""},
+		{"SQLITE_CONSTRAINT_UNIQUE", sqliteError(2067), "server_error", 500, ""},
+		{"SQLITE_IOERR", sqliteError(10), "server_error", 500, ""},
+		{"SQLITE_READONLY", sqliteError(8), "server_error", 500, ""},
+		{"the text of a locked database alone", errors.New("database is locked (5) (SQLITE_BUSY)"), "server_error", 500, ""},
 		{"connection closed before a statement", apierrors.Internal(fmt.Errorf("insert: %w", &lockError{"conn closed", true})), "temporarily_unavailable", 503, "5"},
 		{"the text of a closed connection alone", errors.New("conn closed"), "server_error", 500, ""},
 		{"a busy connection", &lockError{"conn busy", true}, "server_error", 500, ""},

@@ -13,9 +13,10 @@
 //	return apierrors.NotFound("no quotation %s", id)
 //
 // Errors that are not an *Error are judged by what they are (see From): a
-// client that went away is logged with status 499; a deadline that passed or
-// a database that cannot be reached is 503 temporarily_unavailable with
-// Retry-After; anything else (a bug, say) is 500 server_error with a fixed
+// client that went away is logged with status 499; a deadline that passed, a
+// database that cannot be reached or a SQLite database that another
+// connection keeps locked is 503 temporarily_unavailable with Retry-After;
+// anything else (a bug, say) is 500 server_error with a fixed
 // description. Their text is logged, never sent.
 //
 // A Writer writes the answers: it logs to the logger it is given and names

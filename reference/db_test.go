@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"database/sql"
 	"io/fs"
 	"net/http"
@@ -10,10 +11,12 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/waybillhq/waybill/internal/eventstore"
 	"github.com/waybillhq/waybill/internal/migrate"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/oauth"
@@ -164,6 +167,89 @@ func TestOpenDB(t *testing.T) {
 		_, _, err := openDB(t.Context(), "sqlite://"+filepath.Join(dir, "w.db"), defaultDBMaxConns)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "the directory "+dir+" does not exist; create it first")
+	})
+}
+
+// Two pools on one SQLite file, as two processes would have: a
+// transaction of one that reads and then writes holds the write lock from
+// its BEGIN, so a write of the other waits for its commit instead of
+// making it fail with SQLITE_BUSY_SNAPSHOT; a read-only transaction (an
+// export's snapshot) takes no write lock, and the other's write goes on
+// while it reads.
+func TestSQLiteTransactionsOfTwoProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dbURL := "sqlite://" + testdb.SQLitePath(t)
+	var dbs [2]*sql.DB
+	for i := range dbs {
+		db, dialect, err := openDB(ctx, dbURL, defaultDBMaxConns)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = db.Close() })
+		_, err = migrateDB(ctx, db, dialect)
+		require.NoError(t, err)
+		dbs[i] = db
+	}
+	count := func(q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}) int {
+		var n int
+		require.NoError(t, q.QueryRowContext(ctx, "SELECT COUNT(*) FROM organizations").Scan(&n))
+		return n
+	}
+	// write inserts an organization through the other pool, in a goroutine.
+	write := func() <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := dbs[1].ExecContext(ctx, "INSERT INTO organizations (id, name) VALUES ($1, 'Other')", newID())
+			done <- err
+		}()
+		return done
+	}
+
+	t.Run("read then write", func(t *testing.T) {
+		tx, err := dbs[0].BeginTx(ctx, nil)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback() }()
+		before := count(tx)
+		done := write()
+		select {
+		case err := <-done:
+			t.Fatalf("the other process wrote (error %v) while a transaction held the write lock", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO organizations (id, name) VALUES ($1, 'Mine')", newID())
+		require.NoError(t, err, "the write after the read")
+		require.NoError(t, tx.Commit())
+		require.NoError(t, <-done, "the other process's write, once the lock is free")
+		assert.Equal(t, before+2, count(dbs[0]))
+	})
+
+	t.Run("a read-only transaction", func(t *testing.T) {
+		tx, err := dbs[0].BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback() }()
+		before := count(tx)
+		select {
+		case err := <-write():
+			require.NoError(t, err)
+		case <-time.After(wait):
+			t.Fatal("the other process's write waited for a read-only transaction")
+		}
+		assert.Equal(t, before, count(tx), "the snapshot does not see the later write")
+		require.NoError(t, tx.Commit())
+		assert.Equal(t, before+1, count(dbs[0]))
+	})
+
+	t.Run("an export's snapshot", func(t *testing.T) {
+		conn, tx, _, err := eventstore.BeginSnapshot(ctx, dbs[0], query.SQLite, newID())
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(); _ = conn.Close() }()
+		select {
+		case err := <-write():
+			require.NoError(t, err)
+		case <-time.After(wait):
+			t.Fatal("the other process's write waited for an export's snapshot")
+		}
 	})
 }
 

@@ -566,13 +566,15 @@ func buildBinary(t testing.TB) string {
 	return buildPackage(t, t.TempDir(), "waybill", ".")
 }
 
-// buildPackage builds the package pkg into dir/name.
-func buildPackage(t testing.TB, dir, name, pkg string) string {
+// buildPackage builds the package pkg into dir/name, with the build flags
+// given (-overlay, say).
+func buildPackage(t testing.TB, dir, name, pkg string, flags ...string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	require.NoError(t, err, "building %s needs the go command on PATH", pkg)
 	bin := filepath.Join(dir, name)
-	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, pkg).CombinedOutput()
+	args := append(append([]string{"build"}, flags...), "-o", bin, pkg)
+	out, err := exec.CommandContext(t.Context(), goTool, args...).CombinedOutput()
 	require.NoError(t, err, "go build %s:\n%s", pkg, out)
 	return bin
 }

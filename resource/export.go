@@ -376,14 +376,16 @@ func (h *handlers) exportFailed(r *http.Request, err error) error {
 // beginSnapshot begins the read of an export, on a connection it returns
 // too: through the Outbox when it is a Snapshotter, which gives the feed's
 // cursor too; else a read-only REPEATABLE READ transaction on PostgreSQL,
-// a read transaction on SQLite.
+// a read transaction on SQLite. Read only on SQLite too: modernc.org/sqlite
+// begins it deferred even on a pool whose transactions begin IMMEDIATE
+// (_txlock=immediate), so that the export takes no write lock.
 func (h *handlers) beginSnapshot(ctx context.Context, t tenancy.Tenant) (*sql.Conn, *sql.Tx, string, error) {
 	if s, ok := h.registry.Outbox.(Snapshotter); ok {
 		return s.BeginSnapshot(ctx, h.db(), t.OrganizationID)
 	}
-	var opts *sql.TxOptions
+	opts := &sql.TxOptions{ReadOnly: true}
 	if h.dialect() == query.Postgres {
-		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+		opts.Isolation = sql.LevelRepeatableRead
 	}
 	conn, err := h.db().Conn(ctx)
 	if err != nil {

@@ -29,7 +29,11 @@ type Registry struct {
 	// DB is the database of every resource's table. Give a SQLite
 	// database one connection (db.SetMaxOpenConns(1)): SQLite has one
 	// writer, and write transactions begun on several connections at once
-	// fail with SQLITE_BUSY instead of waiting for each other.
+	// fail with SQLITE_BUSY instead of waiting for each other. When other
+	// processes write the same file, begin transactions with BEGIN
+	// IMMEDIATE (modernc.org/sqlite's _txlock=immediate), so that one that
+	// reads then writes waits for their writes instead of failing; the
+	// snapshot of an export begins read only and takes no write lock.
 	DB *sql.DB
 	// Dialect is DB's SQL dialect.
 	Dialect query.Dialect

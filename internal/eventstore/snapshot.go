@@ -49,7 +49,9 @@ SELECT (SELECT id FROM snap), (SELECT seq FROM heads), (SELECT count(*) FROM num
 // The transaction lives until ctx ends or it is committed or rolled back.
 //
 // On SQLite, whose events take their numbers as they are written, it is
-// one read transaction whose first read is the head. On PostgreSQL,
+// one read transaction whose first read is the head, begun read only:
+// modernc.org/sqlite begins it deferred even on a pool whose transactions
+// begin IMMEDIATE (_txlock=immediate), so that it takes no write lock. On PostgreSQL,
 // whose events are numbered after they commit (see Sequence), a snapshot
 // may hold events that have no number yet: BeginSnapshot takes the
 // sequencer's lock on a second connection, exports the snapshot of one
@@ -65,7 +67,7 @@ func BeginSnapshot(ctx context.Context, db *sql.DB, d query.Dialect, org string)
 		if err != nil {
 			return nil, nil, 0, err
 		}
-		tx, err := conn.BeginTx(ctx, nil)
+		tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {
 			_ = conn.Close()
 			return nil, nil, 0, err
