@@ -394,7 +394,7 @@ func BenchmarkSQLiteHTTP(b *testing.B) {
 				if t != pgTarget {
 					prefix = fmt.Sprintf("sqlite%d-", j)
 				}
-				bhReport(b, prefix, &r.results[j])
+				bhReport(b, prefix, bhRuns{r.results[j]})
 			}
 			b.ReportMetric(0, "ns/op")
 		})

@@ -98,7 +98,7 @@ const (
 //
 // The pool of a SQLite database holds a single connection, so that the
 // statements of the process are serialized: they queue in database/sql,
-// in order and bounded by the request's deadline, rather than in SQLite's
+// bounded by the request's deadline, rather than in SQLite's
 // busy handler, which sleeps and polls (BenchmarkSQLiteHTTP measured a
 // pool of 4 or 16 slower on every case, and a pool of 16 with five times
 // the p99 latency of creates). Code that holds a
