@@ -88,7 +88,11 @@ func (d benchData) statements(b testing.TB) (count string, countArgs []any, page
 // the previous page (nil: no cursor); the page then seeks past it.
 func (d benchData) statementsOf(b testing.TB, rawQuery string, after []any) (count string, countArgs []any, page string, pageArgs []any) {
 	b.Helper()
-	api, err := newAPI(d.db, query.Postgres, nil, testLogger(b))
+	dialect := query.Postgres
+	if strings.HasPrefix(d.url, "sqlite://") {
+		dialect = query.SQLite
+	}
+	api, err := newAPI(d.db, dialect, nil, testLogger(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -108,13 +112,13 @@ func (d benchData) statementsOf(b testing.TB, rawQuery string, after []any) (cou
 	}
 	cols = append(cols, "organization_id", "branch_id")
 	tenant := sq.Expr("organization_id = ? AND branch_id = ?", d.org, d.branch)
-	count, countArgs, err = sqlbuild.SQL(query.Postgres, sqlbuild.Count(query.Postgres, q, sq.Select("COUNT(*)").From("quotations").Where(tenant)))
+	count, countArgs, err = sqlbuild.SQL(dialect, sqlbuild.Count(dialect, q, sq.Select("COUNT(*)").From("quotations").Where(tenant)))
 	if err != nil {
 		b.Fatal(err)
 	}
 	peek := *q
 	peek.Limit++
-	page, pageArgs, err = sqlbuild.SQL(query.Postgres, sqlbuild.Page(query.Postgres, &peek, sq.Select(cols...).From("quotations").Where(tenant)))
+	page, pageArgs, err = sqlbuild.SQL(dialect, sqlbuild.Page(dialect, &peek, sq.Select(cols...).From("quotations").Where(tenant)))
 	if err != nil {
 		b.Fatal(err)
 	}

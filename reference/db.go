@@ -84,8 +84,9 @@ const (
 //     relative to the working directory, or absolute when it starts with /
 //     (sqlite:///var/lib/waybill.db). Every connection has foreign keys on,
 //     a busy timeout of 5 s, the WAL journal with synchronous FULL, and
-//     begins its transactions with BEGIN IMMEDIATE, read-only ones apart
-//     (see sqlitePragmas).
+//     begins its transactions with BEGIN IMMEDIATE, read-only ones apart,
+//     and gathers the planner's statistics when it opens (PRAGMA
+//     optimize=0x10002; see sqlitePragmas and sqliteOptimize).
 //
 // The pool of a PostgreSQL database (pgx's pgxpool, behind database/sql)
 // opens at most maxConns connections and keeps them open while they are
@@ -299,7 +300,8 @@ func migrateDB(ctx context.Context, db *sql.DB, dialect query.Dialect) ([]int, e
 // openAndMigrate opens the database that rawURL names, with a pool of at
 // most maxConns connections (see openDB), and migrates it, as every command
 // that opens a database does first. It returns the database, its dialect
-// and the versions it applied.
+// and the versions it applied. On SQLite, after migrations that it
+// applied, it runs PRAGMA optimize (see sqliteOptimize).
 func openAndMigrate(ctx context.Context, rawURL string, maxConns int) (*sql.DB, query.Dialect, []int, error) {
 	db, dialect, err := openDB(ctx, rawURL, maxConns)
 	if err != nil {
@@ -309,6 +311,14 @@ func openAndMigrate(ctx context.Context, rawURL string, maxConns int) (*sql.DB, 
 	if err != nil {
 		_ = db.Close()
 		return nil, 0, nil, err
+	}
+	if dialect == query.SQLite && len(applied) > 0 {
+		// The statistics of the indexes the migrations created, which the
+		// connection's own PRAGMA optimize, run before them, did not see.
+		if err := sqliteOptimize(ctx, db, true); err != nil {
+			_ = db.Close()
+			return nil, 0, nil, fmt.Errorf("PRAGMA optimize after the migrations: %w", err)
+		}
 	}
 	return db, dialect, applied, nil
 }

@@ -88,11 +88,23 @@ func startPurges(ctx context.Context, tokens *oauth.Server, keys apiPurger, inte
 		return func() {}
 	}
 	logger.Info("periodic purge of expired tokens", "purge_interval", interval.String())
+	return startPeriodic(ctx, min(interval, purgeFirstDelay), interval, func(ctx context.Context) {
+		purgeOnce(ctx, tokens, keys, logger)
+	})
+}
+
+// startPeriodic runs job in the background, first after first, then every
+// interval (both positive), each wait jittered by purgeJitter, one run at
+// a time, until ctx is done or stop is called, which cancels the context
+// of a run in progress; stop returns once job has returned. serve's
+// periodic jobs (the purges, the planner statistics of SQLite) run
+// through it.
+func startPeriodic(ctx context.Context, first, interval time.Duration, job func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		delay := min(interval, purgeFirstDelay)
+		delay := first
 		for {
 			timer := time.NewTimer(jitter(delay))
 			select {
@@ -101,7 +113,7 @@ func startPurges(ctx context.Context, tokens *oauth.Server, keys apiPurger, inte
 				return
 			case <-timer.C:
 			}
-			purgeOnce(ctx, tokens, keys, logger)
+			job(ctx)
 			delay = interval
 		}
 	}()

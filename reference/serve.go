@@ -15,6 +15,7 @@ import (
 
 	"github.com/waybillhq/waybill/oauth"
 	"github.com/waybillhq/waybill/oauth/bearer"
+	"github.com/waybillhq/waybill/query"
 )
 
 // Timeouts of the HTTP server. Request bodies are at most 1 MiB (10 MiB
@@ -361,6 +362,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stdout io.
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer startPurges(ctx, tokens, apiPurge{api, cfg.EventRetention, cfg.AuditRetention}, cfg.PurgeInterval, logger)()
+	if dialect == query.SQLite {
+		// The planner's statistics, kept current as the data grows.
+		defer startSQLiteOptimize(ctx, db, sqliteOptimizeInterval, logger)()
+	}
 
 	select {
 	case err := <-served:
