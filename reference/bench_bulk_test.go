@@ -141,10 +141,6 @@ func BenchmarkBulk(b *testing.B) {
 	dbURL := testdb.PostgresDatabaseURL(b)
 	d := loadQuotationsAt(b, dbURL, 0)
 	waybillBin := buildPackage(b, b.TempDir(), "waybill", "github.com/waybillhq/waybill/reference")
-	var app struct {
-		ClientID     string `json:"client_id"`
-		ClientSecret string `json:"client_secret"`
-	}
 	clients := *bbClients
 	// Each client's branch and account: d's, or one of its own.
 	branches, accounts := make([]string, clients), make([]string, clients)
@@ -163,15 +159,9 @@ func BenchmarkBulk(b *testing.B) {
 			}
 		}
 	}
-	out := bhRunCommand(b, waybillBin, "admin", "app", "create", "--org", d.org, "--name", "ERP",
-		"--scopes", "svc:quotations:read svc:quotations:write", "--all-branches", "--database-url", dbURL)
-	if err := json.Unmarshal(out, &app); err != nil || app.ClientID == "" {
-		b.Fatalf("admin app create: %v: %s", err, out)
-	}
-	waybill := bhStart(b, "waybill", "bb-waybill", waybillBin, "waybill listening on ", "serve", "--addr", "127.0.0.1:0",
-		"--database-url", bhWithParam(b, dbURL, "application_name", "bb-waybill"), "--issuer", bhIssuer, "--jwt-secret", newID()+newID(),
-		"--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0", "--db-max-conns", fmt.Sprint(2*clients))
-	token := bbToken(b, waybill.url, app.ClientID, app.ClientSecret)
+	waybill, token := bhServe(b, waybillBin, dbURL, d.org, "bb-waybill",
+		[]string{"--name", "ERP", "--scopes", "svc:quotations:read svc:quotations:write", "--all-branches"},
+		"--db-max-conns", fmt.Sprint(2*clients))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	post := func(ctx context.Context, c int, body string, header map[string]string, want int) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, waybill.url+"/v1/"+branches[c]+"/quotations", strings.NewReader(body))

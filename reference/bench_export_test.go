@@ -18,7 +18,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -88,19 +87,8 @@ func BenchmarkExport(b *testing.B) {
 	dbURL := testdb.PostgresDatabaseURL(b)
 	d := loadQuotationsAt(b, dbURL, beRows)
 	waybillBin := buildPackage(b, b.TempDir(), "waybill", "github.com/waybillhq/waybill/reference")
-	var app struct {
-		ClientID     string `json:"client_id"`
-		ClientSecret string `json:"client_secret"`
-	}
-	out := bhRunCommand(b, waybillBin, "admin", "app", "create", "--org", d.org, "--name", "Resync",
-		"--scopes", "svc:quotations:read", "--branches", d.branch, "--database-url", dbURL)
-	if err := json.Unmarshal(out, &app); err != nil || app.ClientID == "" {
-		b.Fatalf("admin app create: %v: %s", err, out)
-	}
-	waybill := bhStart(b, "waybill", "be-waybill", waybillBin, "waybill listening on ", "serve", "--addr", "127.0.0.1:0",
-		"--database-url", bhWithParam(b, dbURL, "application_name", "be-waybill"), "--issuer", bhIssuer, "--jwt-secret", newID()+newID(),
-		"--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0")
-	token := bbToken(b, waybill.url, app.ClientID, app.ClientSecret)
+	waybill, token := bhServe(b, waybillBin, dbURL, d.org, "be-waybill",
+		[]string{"--name", "Resync", "--scopes", "svc:quotations:read", "--branches", d.branch})
 	conn, err := pgx.Connect(b.Context(), bhWithParam(b, dbURL, "application_name", "be-floor"))
 	if err != nil {
 		b.Fatal(err)

@@ -583,6 +583,27 @@ func bhStart(b *testing.B, name, app, bin, prefix string, args ...string) *bhPro
 	}
 }
 
+// bhServe creates an app of the organization org with the admin command of
+// bin (appArgs: its --name, --scopes, --branches or --all-branches), starts
+// bin's server on dbURL with the rate limits off, its sessions named
+// application in pg_stat_activity, more flags in serveArgs, and returns it
+// with a client-credentials token of the app.
+func bhServe(b *testing.B, bin, dbURL, org, application string, appArgs []string, serveArgs ...string) (*bhProgram, string) {
+	b.Helper()
+	var app struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	out := bhRunCommand(b, bin, append([]string{"admin", "app", "create", "--org", org, "--database-url", dbURL}, appArgs...)...)
+	if err := json.Unmarshal(out, &app); err != nil || app.ClientID == "" {
+		b.Fatalf("admin app create: %v: %s", err, out)
+	}
+	p := bhStart(b, "waybill", application, bin, "waybill listening on ", append([]string{"serve", "--addr", "127.0.0.1:0",
+		"--database-url", bhWithParam(b, dbURL, "application_name", application), "--issuer", bhIssuer, "--jwt-secret", newID() + newID(),
+		"--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0"}, serveArgs...)...)
+	return p, bbToken(b, p.url, app.ClientID, app.ClientSecret)
+}
+
 // bhDo sends req with http.DefaultClient and returns the status and body.
 func bhDo(b *testing.B, req *http.Request) (int, []byte) {
 	b.Helper()

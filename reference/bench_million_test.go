@@ -159,19 +159,8 @@ func BenchmarkMillionRows(b *testing.B) {
 		mrQuotations+mrOthers, mrQuotations, mrOthers, sizes)
 
 	waybillBin := buildPackage(b, b.TempDir(), "waybill", "github.com/waybillhq/waybill/reference")
-	var app struct {
-		ClientID     string `json:"client_id"`
-		ClientSecret string `json:"client_secret"`
-	}
-	out := bhRunCommand(b, waybillBin, "admin", "app", "create", "--org", d.org, "--name", "Million",
-		"--scopes", "svc:quotations:read", "--branches", d.branch, "--database-url", dbURL)
-	if err := json.Unmarshal(out, &app); err != nil || app.ClientID == "" {
-		b.Fatalf("admin app create: %v: %s", err, out)
-	}
-	waybill := bhStart(b, "waybill", "mr-waybill", waybillBin, "waybill listening on ", "serve", "--addr", "127.0.0.1:0",
-		"--database-url", bhWithParam(b, dbURL, "application_name", "mr-waybill"), "--issuer", bhIssuer, "--jwt-secret", newID()+newID(),
-		"--rate-rest", "0", "--rate-token", "0", "--rate-edge", "0")
-	token := bbToken(b, waybill.url, app.ClientID, app.ClientSecret)
+	waybill, token := bhServe(b, waybillBin, dbURL, d.org, "mr-waybill",
+		[]string{"--name", "Million", "--scopes", "svc:quotations:read", "--branches", d.branch})
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1, DisableCompression: true}, Timeout: 2 * wait}
 	base := waybill.url + "/v1/" + d.branch + "/quotations?"
