@@ -22,16 +22,8 @@ import (
 // themselves (post-p50-ms, post-p99-ms), which wake the dispatcher.
 func BenchmarkWebhookLatency(b *testing.B) {
 	dbURL := testdb.PostgresURL(b)
-	org := createID(b, "admin", "org", "create", "--name", "Acme", "--database-url", dbURL)
-	branch := createID(b, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
-	app := adminJSON(b, "admin", "app", "create", "--org", org, "--name", "Hooks", "--all-branches", "--scopes", webhookScopes, "--database-url", dbURL)
-	base, _, stop := startRun(b, []string{"serve", "--addr", "127.0.0.1:0", "--database-url", dbURL, "--rate-rest", "0", "--webhook-allow-private"}, env(nil))
-	defer func() {
-		if err := stop(); err != nil {
-			b.Error(err)
-		}
-	}()
-	token := rlToken(b, base, rlTenant{org: org, clientID: app["client_id"].(string), secret: app["client_secret"].(string)})
+	w := newWebhookWorld(b, dbURL, "--rate-rest", "0", "--webhook-allow-private")
+	base, org, branch, token := w.base, w.org, w.branch, w.token
 
 	var (
 		mu      sync.Mutex

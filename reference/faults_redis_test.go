@@ -123,6 +123,14 @@ func (tr *frTraffic) count(phase frPhase, kind string, ok func(frResult) bool) i
 	return n
 }
 
+// decided returns a condition for require.Eventually: at least n requests
+// of each kind (REST and token) sent in phase were decided by the limiter
+// (they answered with a RateLimit state).
+func (tr *frTraffic) decided(phase frPhase, n int) func() bool {
+	ok := func(r frResult) bool { return r.err == nil && r.state }
+	return func() bool { return tr.count(phase, limitREST, ok) >= n && tr.count(phase, limitToken, ok) >= n }
+}
+
 // frSend sends one request of kind to base: a list of c's vehicles with token, or a
 // client credentials grant of c. It must not fail the test: it runs in a worker.
 func frSend(ctx context.Context, base, kind string, c rlTenant, token string) frResult {
@@ -220,13 +228,7 @@ func frRedisFault(t *testing.T, fault func(*faultproxy.Proxy)) {
 			tr.Stop()
 		}
 	}()
-	// decided reports whether n requests of each kind sent in phase were decided by
-	// Redis.
-	decided := func(phase frPhase, n int) func() bool {
-		ok := func(r frResult) bool { return r.err == nil && r.state }
-		return func() bool { return tr.count(phase, limitREST, ok) >= n && tr.count(phase, limitToken, ok) >= n }
-	}
-	require.Eventually(t, decided(frBefore, 5), wait, 10*time.Millisecond, "traffic before the fault")
+	require.Eventually(t, tr.decided(frBefore, 5), wait, 10*time.Millisecond, "traffic before the fault")
 	metrics := scrape(t, base)
 	for _, name := range []string{limitREST, limitToken} {
 		assert.Zero(t, metricValue(t, metrics, "waybill_ratelimit_errors_total", map[string]string{"limit": name}), name)
@@ -250,10 +252,10 @@ func frRedisFault(t *testing.T, fault func(*faultproxy.Proxy)) {
 	tr.phase.Store(int32(frResumed))
 	proxy.Resume()
 	resumedAt := time.Now()
-	require.Eventually(t, decided(frResumed, 1), wait, 10*time.Millisecond, "no decision by Redis after Resume")
+	require.Eventually(t, tr.decided(frResumed, 1), wait, 10*time.Millisecond, "no decision by Redis after Resume")
 	t.Logf("Redis decided requests of both kinds %v after Resume", time.Since(resumedAt).Round(time.Millisecond))
 	tr.phase.Store(int32(frRecovered))
-	require.Eventually(t, decided(frRecovered, frAfter), wait, 10*time.Millisecond, "traffic after the recovery")
+	require.Eventually(t, tr.decided(frRecovered, frAfter), wait, 10*time.Millisecond, "traffic after the recovery")
 	results := tr.Stop()
 	stopped = true
 

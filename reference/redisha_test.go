@@ -156,11 +156,7 @@ func haFailover(t *testing.T, redisURL string, before func(rlTenant), kill func(
 			tr.Stop()
 		}
 	}()
-	decided := func(phase frPhase, n int) func() bool {
-		ok := func(r frResult) bool { return r.err == nil && r.state }
-		return func() bool { return tr.count(phase, limitREST, ok) >= n && tr.count(phase, limitToken, ok) >= n }
-	}
-	require.Eventually(t, decided(frBefore, 5), wait, 10*time.Millisecond, "traffic before the failover")
+	require.Eventually(t, tr.decided(frBefore, 5), wait, 10*time.Millisecond, "traffic before the failover")
 
 	tr.phase.Store(int32(frFault))
 	killedAt := time.Now()
@@ -171,10 +167,10 @@ func haFailover(t *testing.T, redisURL string, before func(rlTenant), kill func(
 	promotedAfter := time.Since(killedAt)
 
 	tr.phase.Store(int32(frResumed))
-	require.Eventually(t, decided(frResumed, 1), wait, 10*time.Millisecond, "no decision by the new master")
+	require.Eventually(t, tr.decided(frResumed, 1), wait, 10*time.Millisecond, "no decision by the new master")
 	recovered := time.Since(killedAt)
 	tr.phase.Store(int32(frRecovered))
-	require.Eventually(t, decided(frRecovered, frAfter), wait, 10*time.Millisecond, "traffic after the failover")
+	require.Eventually(t, tr.decided(frRecovered, frAfter), wait, 10*time.Millisecond, "traffic after the failover")
 	results := tr.Stop()
 	stopped = true
 

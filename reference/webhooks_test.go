@@ -113,7 +113,7 @@ type webhookWorld struct {
 
 var webhookScopes = "svc:webhooks:read svc:webhooks:write svc:events:read svc:accounts:read svc:accounts:write svc:quotations:read svc:quotations:write"
 
-func newWebhookWorld(t *testing.T, dbURL string, serve ...string) webhookWorld {
+func newWebhookWorld(t testing.TB, dbURL string, serve ...string) webhookWorld {
 	t.Helper()
 	org := createID(t, "admin", "org", "create", "--name", "Acme", "--database-url", dbURL)
 	branch := createID(t, "admin", "branch", "create", "--org", org, "--name", "North", "--database-url", dbURL)
