@@ -21,9 +21,17 @@ import (
 )
 
 // newOAuthStore returns the token service's store on the reference
-// database; its tables live beside the reference server's own.
+// database; its tables live beside the reference server's own. On
+// PostgreSQL it reads apps, on every client authentication, through pgx's
+// pool under db, without database/sql.
 func newOAuthStore(db *sql.DB, d query.Dialect) *sqlstore.Store {
-	return sqlstore.New(db, d)
+	s := sqlstore.New(db, d)
+	if p := pgDatabaseOf(db); p != nil {
+		s.ReadAppsWith(func(ctx context.Context, text string, args ...any) sqlstore.Row {
+			return p.pool.QueryRow(ctx, text, args...)
+		})
+	}
+	return s
 }
 
 // signingConfig is where the keys that sign and verify tokens come from

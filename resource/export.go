@@ -416,29 +416,23 @@ func (h *handlers) stream(out *bufio.Writer, rows Rows, more bool, format string
 		}
 	}
 	for ; more; more = rows.Next() {
-		line = line[:0]
-		if !csv {
-			line = append(line, '{')
-		}
-		for i, c := range h.cols {
-			if only != nil && !only[i] {
-				continue
-			}
-			if !csv {
-				if len(line) > 1 {
-					line = append(line, ',')
-				}
-				line = append(line, h.keys[i]...)
-			}
-			var err error
-			if line, err = appendColumn(line, rows, i, c.typ, csv); err != nil {
-				return err
-			}
-		}
+		var err error
 		if csv {
+			line = line[:0]
+			for i, c := range h.cols {
+				if only != nil && !only[i] {
+					continue
+				}
+				if line, err = appendColumn(line, rows, i, c.typ, true); err != nil {
+					return err
+				}
+			}
 			line = append(line[:len(line)-1], '\r', '\n') // for the last comma
 		} else {
-			line = append(line, '}', '\n')
+			if line, err = h.appendRowJSON(line[:0], rows, only); err != nil {
+				return err
+			}
+			line = append(line, '\n')
 		}
 		if _, err := out.Write(line); err != nil {
 			return err
@@ -448,6 +442,29 @@ func (h *handlers) stream(out *bufio.Writer, rows Rows, more bool, format string
 		return err
 	}
 	return out.Flush()
+}
+
+// appendRowJSON appends the fields of the current row of rows that only
+// names (nil: every field) as a JSON object, the bytes appendFields writes
+// of the same values.
+func (h *handlers) appendRowJSON(b []byte, rows Rows, only []bool) ([]byte, error) {
+	b = append(b, '{')
+	first := true
+	for i, c := range h.cols {
+		if only != nil && !only[i] {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, h.keys[i]...)
+		var err error
+		if b, err = appendColumn(b, rows, i, c.typ, false); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // appendCSVCell appends a Record value as a cell of RFC 4180 CSV, then a

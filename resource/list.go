@@ -1,8 +1,11 @@
 package resource
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "github.com/waybillhq/waybill/errors"
 	"github.com/waybillhq/waybill/query"
@@ -44,37 +47,11 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	if asked && applied == mode {
 		w.Header().Set("Preference-Applied", applied.String())
 	}
-	rows, err := h.db().QueryContext(ctx, pageSQL, pageArgs...)
-	if err != nil {
-		return readError(err)
-	}
-	defer rows.Close()
 	buf := make([]byte, 0, 512+256*q.Limit)
 	buf = append(buf, `{"data":[`...)
-	vals, ptrs := h.scratch()
-	n := 0
-	var next string
-	for rows.Next() {
-		if n == q.Limit {
-			// The row after the page: the page's last row starts the next.
-			if next, err = q.NextCursor(h.sortValues(vals, q)); err != nil {
-				return apierrors.Internal(err)
-			}
-			break
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return apierrors.Internal(err)
-		}
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		if buf, err = h.appendFields(buf, vals, only); err != nil {
-			return apierrors.Internal(err)
-		}
-		n++
-	}
-	if err := rows.Err(); err != nil {
-		return readError(err)
+	buf, next, err := h.appendPage(ctx, buf, pageSQL, pageArgs, q, only)
+	if err != nil {
+		return err
 	}
 	buf = append(buf, `],"pagination":{"limit":`...)
 	buf = strconv.AppendInt(buf, int64(q.Limit), 10)
@@ -96,6 +73,172 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	buf = append(buf, `},"version":"`+Version+`"}`...)
 	writeJSON(w, http.StatusOK, buf)
 	return nil
+}
+
+// appendPage appends the records of the page that text reads (the page's
+// rows and one more, which only says that the page is not the last) as
+// JSON objects separated by commas, and returns the next cursor, or ""
+// after the last page. It reads through the registry's RowReader, on a
+// connection of its own, when the reader reads from the database's driver,
+// else through database/sql.
+func (h *handlers) appendPage(ctx context.Context, buf []byte, text string, args []any, q *query.Query, only []bool) ([]byte, string, error) {
+	if rr := h.registry.RowReader; rr != nil {
+		conn, err := h.db().Conn(ctx)
+		if err != nil {
+			return nil, "", readError(err)
+		}
+		var read bool
+		var next string
+		var pageErr error
+		err = conn.Raw(func(driverConn any) error {
+			rows, ok, err := rr.Query(ctx, driverConn, text, args)
+			if read = ok; !ok {
+				return nil
+			}
+			if err != nil {
+				pageErr = readError(err)
+				return nil
+			}
+			defer rows.Close()
+			buf, next, pageErr = h.appendPageRows(buf, rows, q, only)
+			return nil
+		})
+		// Released before a read through database/sql, which may need the
+		// pool's only connection.
+		_ = conn.Close()
+		if err != nil {
+			return nil, "", readError(err)
+		}
+		if read {
+			return buf, next, pageErr
+		}
+	}
+	rows, err := h.db().QueryContext(ctx, text, args...)
+	if err != nil {
+		return nil, "", readError(err)
+	}
+	defer rows.Close()
+	vals, ptrs := h.scratch()
+	n := 0
+	var next string
+	for rows.Next() {
+		if n == q.Limit {
+			// The row after the page: the page's last row starts the next.
+			if next, err = q.NextCursor(h.sortValues(vals, q)); err != nil {
+				return nil, "", apierrors.Internal(err)
+			}
+			break
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, "", apierrors.Internal(err)
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		if buf, err = h.appendFields(buf, vals, only); err != nil {
+			return nil, "", apierrors.Internal(err)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", readError(err)
+	}
+	return buf, next, nil
+}
+
+// appendPageRows is appendPage's work on the rows of a RowReader.
+func (h *handlers) appendPageRows(buf []byte, rows Rows, q *query.Query, only []bool) ([]byte, string, error) {
+	keys := make([]sortKey, len(q.Sort))
+	for i, o := range q.Sort {
+		keys[i].col = h.colIndex[o.Field]
+	}
+	n := 0
+	for rows.Next() {
+		if n == q.Limit {
+			// The row after the page: the page's last row starts the next.
+			last := make([]any, len(keys))
+			for i := range keys {
+				last[i] = keys[i].value(h.cols[keys[i].col].typ)
+			}
+			next, err := q.NextCursor(last)
+			if err != nil {
+				return nil, "", apierrors.Internal(err)
+			}
+			return buf, next, nil
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = h.appendRowJSON(buf, rows, only); err != nil {
+			return nil, "", apierrors.Internal(err)
+		}
+		for i := range keys {
+			if err := keys[i].read(rows, h.cols[keys[i].col].typ); err != nil {
+				return nil, "", apierrors.Internal(err)
+			}
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", readError(err)
+	}
+	return buf, "", nil
+}
+
+// sortKey is the value of one sort key in the last row read from Rows,
+// kept past the next Next for the next cursor.
+type sortKey struct {
+	col  int // the key's column
+	null bool
+	text []byte // of a UUID, String, Enum or Date
+	n    int64
+	f    float64
+	t    time.Time
+	b    bool
+}
+
+// read keeps the key's value, of type t, in the current row.
+func (k *sortKey) read(rows Rows, t query.Type) error {
+	if k.null = rows.Null(k.col); k.null {
+		return nil
+	}
+	var err error
+	switch t {
+	case query.UUID, query.String, query.Enum, query.Date:
+		var s []byte
+		s, err = rows.Text(k.col)
+		k.text = append(k.text[:0], s...)
+	case query.Integer:
+		k.n, err = rows.Int(k.col)
+	case query.Number:
+		k.f, err = rows.Float(k.col)
+	case query.Timestamp:
+		k.t, err = rows.Time(k.col)
+	case query.Boolean:
+		k.b, err = rows.Bool(k.col)
+	default:
+		err = fmt.Errorf("resource: a sort key of type %v", t)
+	}
+	return err
+}
+
+// value returns the key's value, of type t, as Query.NextCursor takes it.
+func (k *sortKey) value(t query.Type) any {
+	if k.null {
+		return nil
+	}
+	switch t {
+	case query.Integer:
+		return k.n
+	case query.Number:
+		return k.f
+	case query.Timestamp:
+		return k.t
+	case query.Boolean:
+		return k.b
+	}
+	return string(k.text)
 }
 
 // sortValues returns the values of the sort keys of q in a row as scanned.

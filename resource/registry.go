@@ -112,11 +112,11 @@ type Registry struct {
 	// the registry is full, 429 when the organization is; a client retries
 	// once one has ended. Keep it well below the database pool's size.
 	ExportsAtOnce int
-	// RowReader, when set, reads the rows of exports on the database
-	// driver's own connection, much faster than through database/sql (see
-	// RowReader; pgxrows.Reader reads PostgreSQL through pgx); nil, or a
-	// reader that does not read from the registry's driver, means
-	// database/sql.
+	// RowReader, when set, reads the rows of exports and the pages of
+	// lists on the database driver's own connection, much faster than
+	// through database/sql (see RowReader; pgxrows.Reader reads PostgreSQL
+	// through pgx); nil, or a reader that does not read from the
+	// registry's driver, means database/sql.
 	RowReader RowReader
 	// AfterCommit, when set, is called with each change the Outbox (or
 	// the History) recorded, once its transaction has committed: to wake

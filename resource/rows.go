@@ -10,15 +10,18 @@ import (
 	"github.com/waybillhq/waybill/query"
 )
 
-// A RowReader reads the rows of an export on a database driver's own
-// connection, without the copy and the conversion database/sql makes of
-// every value it reads: through database/sql an export spends most of its
-// time, and all its garbage, there. A registry whose RowReader is set reads
-// its exports through it; package pgxrows has one for PostgreSQL through
-// pgx. Lists and single records read through database/sql as always.
+// A RowReader reads the rows of an export, or of a list's page, on a
+// database driver's own connection, without the copy and the conversion
+// database/sql makes of every value it reads: through database/sql an
+// export spends most of its time, and all its garbage, there, and a page
+// of 50 records a thousand allocations. A registry whose RowReader is set
+// reads its exports' rows and its lists' pages through it (a list's total
+// and single records still read through database/sql); package pgxrows
+// has one for PostgreSQL through pgx.
 type RowReader interface {
 	// Query runs text, its parameters bound to args, on driverConn (what
-	// sql.Conn.Raw hands to its func, inside the export's transaction),
+	// sql.Conn.Raw hands to its func: inside the export's transaction, or
+	// a connection of its own for a list's page),
 	// and returns its rows. ok is false, and nothing is run, when the
 	// reader does not read from connections of driverConn's kind: the
 	// export then reads through database/sql.

@@ -20,6 +20,10 @@
 //
 //	db, err := sql.Open("sqlite", "oauth.db?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)")
 //
+// On PostgreSQL through pgx, [Store.ReadAppsWith] lets the read that
+// authenticates every client of the token endpoints go to pgx's pool
+// without database/sql; everything else goes through the *sql.DB.
+//
 // Timestamps are kept to the microsecond (finer digits are truncated) and
 // read back in UTC. SQLite keeps them as text in the fixed-width layout
 // [query.SQLiteTimestampLayout], so that text order is time order.
@@ -61,6 +65,8 @@ type Store struct {
 	// purgeBatch is how many rows a statement of Purge deletes at most;
 	// 0: defaultPurgeBatch.
 	purgeBatch int
+	// queryRow, when set, is how App reads (ReadAppsWith).
+	queryRow QueryRowFunc
 }
 
 var _ oauth.Store = (*Store)(nil)

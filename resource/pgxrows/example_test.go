@@ -13,8 +13,9 @@ import (
 )
 
 // A registry on PostgreSQL through pgx reads its exports (a list asked for
-// as NDJSON or CSV) through pgxrows.Reader; lists, records and writes go
-// through database/sql as before.
+// as NDJSON or CSV) and the pages of its lists through pgxrows.Reader;
+// lists' totals, single records and writes go through database/sql as
+// before.
 func Example() {
 	config, err := pgx.ParseConfig("postgres://localhost/tms")
 	if err != nil {

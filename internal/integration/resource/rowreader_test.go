@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -109,4 +110,73 @@ func (e *env) withRowReader(t *testing.T) *env {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &env{db: e.db, dialect: e.dialect, http: srv, keys: e.keys, registry: reg}
+}
+
+// TestListRowReader: a registry that reads its lists through
+// pgxrows.Reader answers every page byte for byte as one that reads them
+// through database/sql, next cursor and Link included, with sort keys of
+// every type (a nullable number and integer among them), fields and
+// filters, page after page to the last; on SQLite the reader steps aside.
+func TestListRowReader(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, e *env) {
+		token := e.codeToken(t, orgA, allScopes...)
+		accounts := "/v1/" + a1 + "/accounts"
+		var accountIDs []string
+		for i, name := range []string{"Zeta", "alpha", "Ünïcödé", "Beta \"quoted\"", "alpha"} {
+			rec := e.mustCreate(t, token, accounts, fmt.Sprintf(`{"company_name":%s,"account_type":%q}`, jsonString(t, name), []string{"customer", "carrier"}[i%2]))
+			accountIDs = append(accountIDs, rec["id"].(string))
+		}
+		quotations := "/v1/" + a1 + "/quotations"
+		for i, q := range []struct{ weight, packages string }{
+			{"0", "0"}, {"0.001", "1"}, {"12345678901.125", "9007199254740993"}, {"null", "null"}, {"7.5", "3"}, {"7.5", "null"}, {"null", "3"},
+		} {
+			e.mustCreate(t, token, quotations, fmt.Sprintf(`{"account_id":%q,"quotation_date":"2026-0%d-15","valid_until":"2026-12-31","total_weight_kg":%s,"total_packages":%s}`,
+				accountIDs[i%len(accountIDs)], i%3+1, q.weight, q.packages))
+		}
+		vehicles := "/v1/" + orgA + "/vehicles"
+		for i := range 5 {
+			e.mustCreate(t, token, vehicles, fmt.Sprintf(`{"plate":"AB-%d","active":%t}`, i, i%2 == 0))
+		}
+
+		fast := e.withRowReader(t)
+		for _, path := range []string{
+			accounts + "?limit=2",
+			accounts + "?limit=2&sort=company_name:asc,account_type:desc",
+			accounts + "?limit=2&fields=company_name&filter=account_type:eq:customer",
+			quotations + "?limit=2",
+			quotations + "?limit=2&sort=total_weight_kg:desc",
+			quotations + "?limit=2&sort=total_packages:asc,quotation_date:desc",
+			quotations + "?limit=2&sort=account_id:asc,created_at:desc&fields=account_id,total_packages",
+			quotations + "?limit=3&filter=total_weight_kg:gt:0.0005",
+			vehicles + "?limit=2&sort=plate:desc",
+		} {
+			pages := 0
+			for next := path; next != ""; pages++ {
+				require.Less(t, pages, 10, "%s: pages without end", path)
+				want := e.do(t, http.MethodGet, next, token, "")
+				require.Equal(t, http.StatusOK, want.status, want.raw)
+				got := fast.do(t, http.MethodGet, next, token, "")
+				require.Equal(t, http.StatusOK, got.status, got.raw)
+				assert.Equal(t, want.raw, got.raw, next)
+				assert.Equal(t, want.header.Get("Link"), got.header.Get("Link"), next)
+				var page struct {
+					Pagination struct {
+						NextCursor *string `json:"next_cursor"`
+					} `json:"pagination"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(got.raw), &page))
+				next = ""
+				if c := page.Pagination.NextCursor; c != nil {
+					base, _, _ := strings.Cut(path, "?")
+					u, err := url.Parse(path)
+					require.NoError(t, err)
+					v := u.Query()
+					v.Set("after", *c)
+					next = base + "?" + v.Encode()
+				}
+			}
+			assert.Greater(t, pages, 1, "%s: one page only, the cursor was not tried", path)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"os"
@@ -8,7 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" driver
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -40,6 +42,11 @@ var dialects = []struct {
 	{"postgres", query.Postgres, func(t *testing.T) *sql.DB { return testdb.Postgres(t) }, func(t *testing.T, n int) []*sql.DB {
 		return openPools(t, "pgx", testdb.PostgresURL(t), n)
 	}},
+	// PostgreSQL with App reading through pgx's pool (ReadAppsWith), the
+	// *sql.DB opened on the same pool.
+	{"postgres-pgxpool", query.Postgres, func(t *testing.T) *sql.DB { return openPgxPools(t, testdb.PostgresURL(t), 1)[0] }, func(t *testing.T, n int) []*sql.DB {
+		return openPgxPools(t, testdb.PostgresURL(t), n)
+	}},
 	{"sqlite", query.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) }, func(t *testing.T, n int) []*sql.DB {
 		return openPools(t, "sqlite", testdb.SQLitePath(t)+sqlitePragmas, n)
 	}},
@@ -58,10 +65,43 @@ func openPools(t *testing.T, driver, dsn string, n int) []*sql.DB {
 	return dbs
 }
 
+// pgxPools are the pools of pgx under the *sql.DB that openPgxPools
+// opened.
+var pgxPools sync.Map // *sql.DB → *pgxpool.Pool
+
+// openPgxPools opens n pools of pgx on one database, each with a *sql.DB
+// on it, closed in t.Cleanup; newStore reads apps of a store on such a
+// *sql.DB through its pool.
+func openPgxPools(t *testing.T, url string, n int) []*sql.DB {
+	dbs := make([]*sql.DB, n)
+	for i := range dbs {
+		cfg, err := pgxpool.ParseConfig(url)
+		require.NoError(t, err)
+		cfg.MaxConns = 8
+		pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+		require.NoError(t, err)
+		db := stdlib.OpenDBFromPool(pool)
+		pgxPools.Store(db, pool)
+		t.Cleanup(func() {
+			_ = db.Close()
+			pool.Close()
+			pgxPools.Delete(db)
+		})
+		dbs[i] = db
+	}
+	return dbs
+}
+
 // newStore returns a migrated store on db.
 func newStore(t *testing.T, db *sql.DB, d query.Dialect) *sqlstore.Store {
 	t.Helper()
 	s := sqlstore.New(db, d)
+	if p, ok := pgxPools.Load(db); ok {
+		pool := p.(*pgxpool.Pool)
+		s.ReadAppsWith(func(ctx context.Context, text string, args ...any) sqlstore.Row {
+			return pool.QueryRow(ctx, text, args...)
+		})
+	}
 	require.NoError(t, s.Migrate(t.Context()))
 	return s
 }
