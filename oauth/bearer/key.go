@@ -256,12 +256,23 @@ func (ks *KeySet) Sign(c *Claims) (string, error) {
 	if c.OAuth() {
 		header = ks.accessHeader
 	}
-	signing := header + "." + base64.RawURLEncoding.EncodeToString(payload)
-	sig, err := ks.method.Sign(signing, ks.signWith)
+	return ks.sign(header, payload, "bearer: sign")
+}
+
+// sign returns the token of the encoded header and the payload, signed
+// with the current key: header.payload.signature, its parts in base64url
+// without padding. It is assembled in one buffer, large enough for the
+// longest signature of the key's algorithm (ES256's 64 bytes).
+func (ks *KeySet) sign(header string, payload []byte, what string) (string, error) {
+	enc := base64.RawURLEncoding
+	buf := make([]byte, 0, len(header)+1+enc.EncodedLen(len(payload))+1+enc.EncodedLen(64))
+	buf = append(buf, header...)
+	buf = enc.AppendEncode(append(buf, '.'), payload)
+	sig, err := ks.method.Sign(string(buf), ks.signWith)
 	if err != nil {
-		return "", fmt.Errorf("bearer: sign: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return string(enc.AppendEncode(append(buf, '.'), sig)), nil
 }
 
 // SignClaims signs claims that are no access token with the current key,
@@ -282,12 +293,7 @@ func (ks *KeySet) SignClaims(c jwt.Claims) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("bearer: sign claims: %w", err)
 	}
-	signing := ks.userHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
-	sig, err := ks.method.Sign(signing, ks.signWith)
-	if err != nil {
-		return "", fmt.Errorf("bearer: sign claims: %w", err)
-	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return ks.sign(ks.userHeader, payload, "bearer: sign claims")
 }
 
 // VerificationKey returns the key that verifies the tokens of kid, which
