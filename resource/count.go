@@ -90,13 +90,13 @@ func preferred(r *http.Request, pref string) bool {
 
 // total counts the records of the list request q in the tenant condition
 // cond as mode asks. It returns nil for countNone, and the mode it applied.
-func (h *handlers) total(ctx context.Context, q *query.Query, mode countMode, cond string, args []any) (*int64, countMode, error) {
+func (h *handlers) total(ctx context.Context, db querier, q *query.Query, mode countMode, cond string, args []any) (*int64, countMode, error) {
 	d := h.dialect()
 	if mode == countNone {
 		return nil, countNone, nil
 	}
 	if mode == countEstimated && d == query.Postgres {
-		est, err := h.estimate(ctx, q, cond, args)
+		est, err := h.estimate(ctx, db, q, cond, args)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -109,7 +109,7 @@ func (h *handlers) total(ctx context.Context, q *query.Query, mode countMode, co
 		return nil, 0, err
 	}
 	var n int64
-	if err := h.db().QueryRowContext(ctx, text, targs...).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, text, targs...).Scan(&n); err != nil {
 		return nil, 0, err
 	}
 	return &n, countExact, nil
@@ -117,13 +117,13 @@ func (h *handlers) total(ctx context.Context, q *query.Query, mode countMode, co
 
 // estimate returns PostgreSQL's estimate of the rows that match: the Plan
 // Rows of EXPLAIN, which reads statistics, not the table.
-func (h *handlers) estimate(ctx context.Context, q *query.Query, cond string, args []any) (int64, error) {
+func (h *handlers) estimate(ctx context.Context, db querier, q *query.Query, cond string, args []any) (int64, error) {
 	text, targs, err := sqlbuild.SQL(query.Postgres, sqlbuild.Count(query.Postgres, q, sq.Select("1").From(h.resource.table()).Where(cond, args...)))
 	if err != nil {
 		return 0, err
 	}
 	var plan []byte
-	if err := h.db().QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+text, targs...).Scan(&plan); err != nil {
+	if err := db.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+text, targs...).Scan(&plan); err != nil {
 		return 0, err
 	}
 	var out []struct {

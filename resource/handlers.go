@@ -385,9 +385,15 @@ func (h *handlers) branchOf(vals []any) any {
 	return vals[len(vals)-1]
 }
 
-// querier is a *sql.DB or a *sql.Tx.
+// querier is a *sql.DB, a *sql.Conn or a *sql.Tx.
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// rowsQuerier is a *sql.DB, a *sql.Conn or a *sql.Tx.
+type rowsQuerier interface {
+	querier
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // find selects the record with id inside the tenant; forUpdate locks it on

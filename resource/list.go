@@ -2,6 +2,7 @@ package resource
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -37,8 +38,19 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 		return apierrors.Internal(err)
 	}
 	ctx := r.Context()
+	// With a RowReader the list takes one connection for its total and its
+	// page, so that it waits for a free one once, not twice.
+	var db rowsQuerier = h.db()
+	var conn *sql.Conn
+	if h.registry.RowReader != nil {
+		if conn, err = h.db().Conn(ctx); err != nil {
+			return readError(err)
+		}
+		defer conn.Close() // on the way out of a failure; closed below else
+		db = conn
+	}
 	mode, asked := preferredCount(r)
-	total, applied, err := h.total(ctx, q, mode, cond, args)
+	total, applied, err := h.total(ctx, db, q, mode, cond, args)
 	if err != nil {
 		return readError(err)
 	}
@@ -49,7 +61,10 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	buf := make([]byte, 0, 512+256*q.Limit)
 	buf = append(buf, `{"data":[`...)
-	buf, next, err := h.appendPage(ctx, buf, pageSQL, pageArgs, q, only)
+	buf, next, err := h.appendPage(ctx, db, conn, buf, pageSQL, pageArgs, q, only)
+	if conn != nil {
+		_ = conn.Close() // before the answer: a client slow to read it holds no connection
+	}
 	if err != nil {
 		return err
 	}
@@ -78,19 +93,15 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 // appendPage appends the records of the page that text reads (the page's
 // rows and one more, which only says that the page is not the last) as
 // JSON objects separated by commas, and returns the next cursor, or ""
-// after the last page. It reads through the registry's RowReader, on a
-// connection of its own, when the reader reads from the database's driver,
-// else through database/sql.
-func (h *handlers) appendPage(ctx context.Context, buf []byte, text string, args []any, q *query.Query, only []bool) ([]byte, string, error) {
-	if rr := h.registry.RowReader; rr != nil {
-		conn, err := h.db().Conn(ctx)
-		if err != nil {
-			return nil, "", readError(err)
-		}
+// after the last page. It reads through the registry's RowReader on conn
+// (nil without a RowReader) when the reader reads from conn's driver, else
+// through database/sql on db (conn itself, or the *sql.DB).
+func (h *handlers) appendPage(ctx context.Context, db rowsQuerier, conn *sql.Conn, buf []byte, text string, args []any, q *query.Query, only []bool) ([]byte, string, error) {
+	if rr := h.registry.RowReader; rr != nil && conn != nil {
 		var read bool
 		var next string
 		var pageErr error
-		err = conn.Raw(func(driverConn any) error {
+		err := conn.Raw(func(driverConn any) error {
 			rows, ok, err := rr.Query(ctx, driverConn, text, args)
 			if read = ok; !ok {
 				return nil
@@ -103,9 +114,6 @@ func (h *handlers) appendPage(ctx context.Context, buf []byte, text string, args
 			buf, next, pageErr = h.appendPageRows(buf, rows, q, only)
 			return nil
 		})
-		// Released before a read through database/sql, which may need the
-		// pool's only connection.
-		_ = conn.Close()
 		if err != nil {
 			return nil, "", readError(err)
 		}
@@ -113,7 +121,7 @@ func (h *handlers) appendPage(ctx context.Context, buf []byte, text string, args
 			return buf, next, pageErr
 		}
 	}
-	rows, err := h.db().QueryContext(ctx, text, args...)
+	rows, err := db.QueryContext(ctx, text, args...)
 	if err != nil {
 		return nil, "", readError(err)
 	}

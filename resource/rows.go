@@ -15,9 +15,11 @@ import (
 // database/sql makes of every value it reads: through database/sql an
 // export spends most of its time, and all its garbage, there, and a page
 // of 50 records a thousand allocations. A registry whose RowReader is set
-// reads its exports' rows and its lists' pages through it (a list's total
-// and single records still read through database/sql); package pgxrows
-// has one for PostgreSQL through pgx.
+// reads its exports' rows and its lists' pages through it (a list's total,
+// on the same connection, and single records still read through
+// database/sql); package pgxrows has one for PostgreSQL through pgx. A
+// list then takes one connection from the pool for its total and its page,
+// and gives it back before it writes its answer.
 type RowReader interface {
 	// Query runs text, its parameters bound to args, on driverConn (what
 	// sql.Conn.Raw hands to its func: inside the export's transaction, or

@@ -180,3 +180,33 @@ func TestListRowReader(t *testing.T) {
 		}
 	})
 }
+
+// TestListOneConnection: with a RowReader a list with its total takes one
+// connection from the pool, for both statements, where one without takes
+// two; the count is the pool's closes of connections it may not keep idle
+// (it keeps none here), one per connection handed back. Each request takes
+// one more before the list, for the test's branch directory
+// (apitest.Branches reads the branch's organization from the database).
+func TestListOneConnection(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, e *env) {
+		token := e.codeToken(t, orgA, allScopes...)
+		accounts := "/v1/" + a1 + "/accounts"
+		for _, name := range []string{"One", "Two", "Three"} {
+			e.mustCreate(t, token, accounts, fmt.Sprintf(`{"company_name":%q,"account_type":"customer"}`, name))
+		}
+		fast := e.withRowReader(t)
+		e.db.SetMaxIdleConns(0)
+		for _, c := range []struct {
+			name  string
+			env   *env
+			conns int64
+		}{{"database/sql", e, 1 + 2}, {"RowReader", fast, 1 + 1}} {
+			before := e.db.Stats().MaxIdleClosed
+			res := c.env.do(t, http.MethodGet, accounts+"?limit=2", token, "")
+			require.Equal(t, http.StatusOK, res.status, res.raw)
+			assert.Contains(t, res.raw, `"total":3`)
+			assert.Equal(t, c.conns, e.db.Stats().MaxIdleClosed-before, "%s: connections taken", c.name)
+		}
+	})
+}
