@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/oauth"
+	"github.com/waybillhq/waybill/query"
 )
 
 // App returns the app with the client id, or oauth.ErrNotFound. Its lists
@@ -15,7 +16,7 @@ import (
 // there is one.
 func (s *Store) App(ctx context.Context, clientID string) (*oauth.App, error) {
 	if s.queryRow != nil {
-		return scanApp(s.queryRow(ctx, appSQL, clientID), clientID)
+		return scanApp(s.queryRow(ctx, appSQL, clientID), s.dialect, clientID)
 	}
 	return findApp(ctx, s.autocommit(), clientID)
 }
@@ -82,15 +83,23 @@ func (s *Store) SetSecretHash(ctx context.Context, clientID string, hash []byte)
 
 // findApp returns the app with the client id.
 func findApp(ctx context.Context, tx *tx, clientID string) (*oauth.App, error) {
-	return scanApp(tx.QueryRowContext(ctx, appSQL, clientID), clientID)
+	return scanApp(tx.QueryRowContext(ctx, appSQL, clientID), tx.dialect, clientID)
 }
 
-// scanApp returns the app of client id clientID that row, of appSQL,
-// holds.
-func scanApp(row Row, clientID string) (*oauth.App, error) {
+// scanApp returns the app of client id clientID that row, of appSQL in
+// dialect d, holds. Its destinations are plain ones, which a driver's own
+// scanner (pgx's) fills without the conversions of a sql.Scanner: the
+// lists' JSON text as strings, and on PostgreSQL the timestamp as a
+// time.Time (SQLite keeps it as text).
+func scanApp(row Row, d query.Dialect, clientID string) (*oauth.App, error) {
 	a := &oauth.App{ClientID: clientID}
+	var scopes, branches, redirects string
 	var created nullTime
-	err := row.Scan(&a.ID, &a.Name, &a.OrganizationID, list{&a.Scopes}, list{&a.BranchIDs}, list{&a.RedirectURIs}, &a.SecretHash, &created, &a.Public,
+	var createdDest any = &created
+	if d == query.Postgres {
+		createdDest = &a.CreatedAt
+	}
+	err := row.Scan(&a.ID, &a.Name, &a.OrganizationID, &scopes, &branches, &redirects, &a.SecretHash, createdDest, &a.Public,
 		&a.RegistrationTokenHash, &a.TokenEndpointAuthMethod)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("sqlstore: app %q: %w", clientID, oauth.ErrNotFound)
@@ -98,7 +107,19 @@ func scanApp(row Row, clientID string) (*oauth.App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: find app: %w", err)
 	}
-	a.CreatedAt = created.Time
+	for _, l := range [...]struct {
+		text string
+		p    *[]string
+	}{{scopes, &a.Scopes}, {branches, &a.BranchIDs}, {redirects, &a.RedirectURIs}} {
+		if err := decodeList([]byte(l.text), l.p); err != nil {
+			return nil, fmt.Errorf("sqlstore: find app: %w", err)
+		}
+	}
+	if d == query.Postgres {
+		a.CreatedAt = a.CreatedAt.UTC()
+	} else {
+		a.CreatedAt = created.Time
+	}
 	return a, nil
 }
 

@@ -286,6 +286,12 @@ func (l list) Scan(src any) error {
 	default:
 		return fmt.Errorf("sqlstore: cannot scan %T into a list", src)
 	}
+	return decodeList(text, l.p)
+}
+
+// decodeList decodes a list kept as a JSON array of strings into *p; an
+// empty list (or JSON null) becomes an empty, non-nil slice.
+func decodeList(text []byte, p *[]string) error {
 	var out []string
 	if err := json.Unmarshal(text, &out); err != nil {
 		return fmt.Errorf("sqlstore: bad list %q: %w", text, err)
@@ -293,7 +299,7 @@ func (l list) Scan(src any) error {
 	if out == nil {
 		out = []string{}
 	}
-	*l.p = out
+	*p = out
 	return nil
 }
 
