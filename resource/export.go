@@ -448,23 +448,9 @@ func (h *handlers) stream(out *bufio.Writer, rows Rows, more bool, format string
 // names (nil: every field) as a JSON object, the bytes appendFields writes
 // of the same values.
 func (h *handlers) appendRowJSON(b []byte, rows Rows, only []bool) ([]byte, error) {
-	b = append(b, '{')
-	first := true
-	for i, c := range h.cols {
-		if only != nil && !only[i] {
-			continue
-		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, h.keys[i]...)
-		var err error
-		if b, err = appendColumn(b, rows, i, c.typ, false); err != nil {
-			return nil, err
-		}
-	}
-	return append(b, '}'), nil
+	return h.appendObject(b, only, func(b []byte, i int, t query.Type) ([]byte, error) {
+		return appendColumn(b, rows, i, t, false)
+	})
 }
 
 // appendCSVCell appends a Record value as a cell of RFC 4180 CSV, then a

@@ -641,6 +641,14 @@ func (h *handlers) appendRecord(b []byte, vals []any) ([]byte, error) {
 // appendFields appends the fields of selected values that only names (nil:
 // every field) as a JSON object.
 func (h *handlers) appendFields(b []byte, vals []any, only []bool) ([]byte, error) {
+	return h.appendObject(b, only, func(b []byte, i int, t query.Type) ([]byte, error) {
+		return appendValue(b, t, vals[i])
+	})
+}
+
+// appendObject appends a JSON object of the fields that only names (nil:
+// every field), each value, of column i and type t, appended by value.
+func (h *handlers) appendObject(b []byte, only []bool, value func(b []byte, i int, t query.Type) ([]byte, error)) ([]byte, error) {
 	b = append(b, '{')
 	first := true
 	for i, c := range h.cols {
@@ -653,7 +661,7 @@ func (h *handlers) appendFields(b []byte, vals []any, only []bool) ([]byte, erro
 		first = false
 		b = append(b, h.keys[i]...)
 		var err error
-		if b, err = appendValue(b, c.typ, vals[i]); err != nil {
+		if b, err = value(b, i, c.typ); err != nil {
 			return nil, err
 		}
 	}
