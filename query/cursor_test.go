@@ -10,35 +10,15 @@ import (
 	"time"
 
 	"github.com/waybillhq/waybill/query"
+	"github.com/waybillhq/waybill/query/internal/querytest"
 )
 
-var cursorKey = []byte("test cursor key, 32 bytes or more")
-
-// cursorSchema is testSchema with cursors on and comment sortable, so that
-// a nullable string can be a sort key.
-func cursorSchema() *query.Schema {
-	s := testSchema()
-	s.Name = "items"
-	s.CursorKey = cursorKey
-	for i := range s.Fields {
-		if s.Fields[i].Name == "comment" {
-			s.Fields[i].Sortable = true
-		}
-	}
-	return s
-}
-
-// cursorFor parses raw on s and returns the cursor after the row whose
-// sort keys hold last.
-func cursorFor(t *testing.T, s *query.Schema, raw string, last ...any) string {
-	t.Helper()
-	q := mustParse(t, s, raw)
-	c, err := q.NextCursor(last)
-	if err != nil {
-		t.Fatalf("NextCursor(%#v) after %q = %v, want no error", last, raw, err)
-	}
-	return c
-}
+// The cursor fixtures shared with sqlbuild's tests.
+var (
+	cursorKey    = querytest.CursorKey
+	cursorSchema = querytest.CursorSchema
+	cursorFor    = querytest.CursorFor
+)
 
 const (
 	anID     = "0a1b2c3d-0000-4000-8000-00000000abcd"
