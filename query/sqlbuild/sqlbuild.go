@@ -156,12 +156,7 @@ func (w where) ToSql() (string, []any, error) {
 			continue
 		case query.In:
 			b.WriteString(" IN (")
-			for j := range f.Values {
-				if j > 0 {
-					b.WriteString(",")
-				}
-				b.WriteString("?")
-			}
+			writeMarks(&b, len(f.Values), ",")
 			b.WriteString(")")
 		case query.Like, query.ILike:
 			pattern := f.Values[0].(string)
@@ -310,12 +305,7 @@ func (k keyset) ToSql() (string, []any, error) {
 			b.WriteString(")")
 			b.WriteString(op)
 			b.WriteString("(")
-			for i := range k.sort {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteString("?")
-			}
+			writeMarks(&b, len(k.sort), ", ")
 			b.WriteString(")")
 		}
 		for i, o := range k.sort {
@@ -402,4 +392,15 @@ func (k keyset) chain(b *strings.Builder, args []any, i int) []any {
 	args = k.chain(b, args, i+1)
 	b.WriteString("))")
 	return args
+}
+
+// writeMarks writes n placeholders ("?", numbered later for PostgreSQL)
+// separated by sep.
+func writeMarks(b *strings.Builder, n int, sep string) {
+	for i := range n {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString("?")
+	}
 }
