@@ -744,7 +744,7 @@ func (h *handlers) insertItems(ctx context.Context, tx *sql.Tx, t tenancy.Tenant
 	for _, g := range groups {
 		for start := 0; start < len(g.items); start += maxInsertRows {
 			chunk := g.items[start:min(start+maxInsertRows, len(g.items))]
-			b := sq.Insert(h.resource.table()).Columns(g.cols...).Suffix("RETURNING " + strings.Join(h.names, ", "))
+			b := sq.Insert(h.resource.table()).Columns(g.cols...).Suffix("RETURNING " + h.columnList)
 			byID := make(map[string]*item, len(chunk))
 			for _, it := range chunk {
 				b = b.Values(h.insertValues(t, it.id, it.write)...)

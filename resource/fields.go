@@ -49,7 +49,7 @@ func (h *handlers) fields(r *http.Request) ([]bool, error) {
 			case name == "":
 				return nil, apierrors.InvalidRequest("fields: an empty field name; give field names separated by commas, e.g. fields=id,%s", h.cols[min(1, len(h.cols)-1)].name)
 			case i < 0:
-				return nil, apierrors.InvalidRequest("fields: %s has no field %q; its fields are %s", h.resource.Name, excerpt.Cut(name, 64), strings.Join(h.names, ", "))
+				return nil, apierrors.InvalidRequest("fields: %s has no field %q; its fields are %s", h.resource.Name, excerpt.Cut(name, 64), h.columnList)
 			}
 			only[i] = true
 		}

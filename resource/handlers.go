@@ -26,8 +26,8 @@ type handlers struct {
 	registry *Registry
 	resource *Resource
 	cols     []column
-	names    []string // the column names of cols
-	// columnList is names joined with ", ", the columns of selectFrom.
+	// columnList is the names of cols joined with ", ", once: the columns
+	// of selectFrom and of the writes' RETURNING.
 	columnList string
 	keys       []string // `"name":` of each column, for the JSON writer
 	colIndex   map[string]int
@@ -38,12 +38,13 @@ type handlers struct {
 
 func newHandlers(g *Registry, r *Resource) *handlers {
 	h := &handlers{registry: g, resource: r, cols: selected(r), colIndex: map[string]int{}}
+	names := make([]string, len(h.cols))
 	for i, c := range h.cols {
 		h.colIndex[c.name] = i
-		h.names = append(h.names, c.name)
+		names[i] = c.name
 		h.keys = append(h.keys, string(appendString(nil, c.name))+":")
 	}
-	h.columnList = strings.Join(h.names, ", ")
+	h.columnList = strings.Join(names, ", ")
 	return h
 }
 
@@ -409,7 +410,7 @@ func (h *handlers) find(ctx context.Context, q querier, t tenancy.Tenant, id str
 
 func (h *handlers) insert(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string, w *Write) ([]any, error) {
 	b := sq.Insert(h.resource.table()).Columns(h.insertColumns(w)...).Values(h.insertValues(t, id, w)...).
-		Suffix("RETURNING " + strings.Join(h.names, ", "))
+		Suffix("RETURNING " + h.columnList)
 	return h.scanOne(ctx, tx, b)
 }
 
@@ -453,13 +454,13 @@ func (h *handlers) updateRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, 
 			b = b.Set(f.Name, bind(d, f.Type, v))
 		}
 	}
-	b = b.Where("id = ?", id).Where(cond, args...).Suffix("RETURNING " + strings.Join(h.names, ", "))
+	b = b.Where("id = ?", id).Where(cond, args...).Suffix("RETURNING " + h.columnList)
 	return h.scanOne(ctx, tx, b)
 }
 
 func (h *handlers) deleteRow(ctx context.Context, tx *sql.Tx, t tenancy.Tenant, id string) ([]any, error) {
 	cond, args := tenantWhere(h.resource, t)
-	b := sq.Delete(h.resource.table()).Where("id = ?", id).Where(cond, args...).Suffix("RETURNING " + strings.Join(h.names, ", "))
+	b := sq.Delete(h.resource.table()).Where("id = ?", id).Where(cond, args...).Suffix("RETURNING " + h.columnList)
 	return h.scanOne(ctx, tx, b)
 }
 
