@@ -302,12 +302,19 @@ func (l *rateLimits) restAppQuota(r *http.Request, key string) (int, bool) {
 // The limit is picked by method and path (see rateLimits); clients
 // authenticates the clients of the token endpoints, for their keys
 // (oauth.IdentifyClient, which reads each request once for the limit and
-// the endpoint both).
+// the endpoint both). A limit that is off (quota 0) identifies no client:
+// its requests go to next as they came.
 func (l *rateLimits) Wrap(next http.Handler, clients oauth.ClientAuthenticator) http.Handler {
 	identify := oauth.IdentifyClient(clients)
-	edgeToken := identify(l.middleware(l.edge, keyByClient)(next))
+	byClient := func(lim ratelimit.Limit) http.Handler {
+		if !lim.Enabled() {
+			return next
+		}
+		return identify(l.middleware(lim, keyByClient)(next))
+	}
+	edgeToken := byClient(l.edge)
 	edge := l.middleware(l.edge, keyByAddr)(next)
-	token := identify(l.middleware(l.token, keyByClient)(next))
+	token := byClient(l.token)
 	signIn := l.signIn(next)
 	register := l.middleware(l.token, keyByAddr)(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -478,6 +479,51 @@ func TestRateLimitsWrapRoutes(t *testing.T) {
 		}
 		assert.Equal(t, want, rec.Header().Get("RateLimit-Policy"), "%s %s", tt.method, tt.path)
 		assert.Equal(t, http.StatusOK, rec.Code, "%s %s", tt.method, tt.path)
+	}
+}
+
+// countingClients is rpClients counting its authentications.
+type countingClients struct {
+	rpClients
+	n *atomic.Int64
+}
+
+func (c countingClients) AuthenticateClient(ctx context.Context, id, secret, scheme string) (*oauth.App, error) {
+	c.n.Add(1)
+	return c.rpClients.AuthenticateClient(ctx, id, secret, scheme)
+}
+
+// A limit keyed by client authenticates the client in front of the
+// endpoint, for its key; one that is off does not, and hands the request
+// on as it came (the endpoint authenticates it, once).
+func TestRateLimitsWrapIdentifiesOnlyForALimit(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		cfg  limitsConfig
+		want int64
+	}{
+		{"limits on", limitsConfig{Edge: 100, Token: 100}, 1},
+		{"limits off", limitsConfig{}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			l, err := newRateLimits(t.Context(), tt.cfg, nil, newLogger(io.Discard))
+			require.NoError(t, err)
+			defer func() { require.NoError(t, l.Close()) }()
+			for _, path := range []string{"/auth/v1/oauth/token", "/functions/v1/oauth-token"} {
+				var n atomic.Int64
+				var identified bool
+				h := l.Wrap(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+					_, identified = oauth.AuthenticatedApp(r.Context())
+				}), countingClients{n: &n})
+				req := httptest.NewRequest(http.MethodPost, path, strings.NewReader("client_id=app-1&client_secret=s"))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				h.ServeHTTP(httptest.NewRecorder(), req)
+				assert.Equal(t, tt.want, n.Load(), path)
+				assert.Equal(t, tt.want == 1, identified, path)
+			}
+		})
 	}
 }
 
