@@ -89,11 +89,11 @@ func findApp(ctx context.Context, tx *tx, clientID string) (*oauth.App, error) {
 // scanApp returns the app of client id clientID that row, of appSQL in
 // dialect d, holds. Its destinations are plain ones, which a driver's own
 // scanner (pgx's) fills without the conversions of a sql.Scanner: the
-// lists' JSON text as strings, and on PostgreSQL the timestamp as a
+// lists' JSON text as bytes, and on PostgreSQL the timestamp as a
 // time.Time (SQLite keeps it as text).
 func scanApp(row Row, d query.Dialect, clientID string) (*oauth.App, error) {
 	a := &oauth.App{ClientID: clientID}
-	var scopes, branches, redirects string
+	var scopes, branches, redirects []byte
 	var created nullTime
 	var createdDest any = &created
 	if d == query.Postgres {
@@ -108,10 +108,10 @@ func scanApp(row Row, d query.Dialect, clientID string) (*oauth.App, error) {
 		return nil, fmt.Errorf("sqlstore: find app: %w", err)
 	}
 	for _, l := range [...]struct {
-		text string
+		text []byte
 		p    *[]string
 	}{{scopes, &a.Scopes}, {branches, &a.BranchIDs}, {redirects, &a.RedirectURIs}} {
-		if err := decodeList([]byte(l.text), l.p); err != nil {
+		if err := decodeList(l.text, l.p); err != nil {
 			return nil, fmt.Errorf("sqlstore: find app: %w", err)
 		}
 	}

@@ -292,6 +292,10 @@ func (l list) Scan(src any) error {
 // decodeList decodes a list kept as a JSON array of strings into *p; an
 // empty list (or JSON null) becomes an empty, non-nil slice.
 func decodeList(text []byte, p *[]string) error {
+	if string(text) == "[]" { // what listArg writes for an empty list: most apps' redirect URIs
+		*p = []string{}
+		return nil
+	}
 	var out []string
 	if err := json.Unmarshal(text, &out); err != nil {
 		return fmt.Errorf("sqlstore: bad list %q: %w", text, err)
