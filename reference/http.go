@@ -101,23 +101,26 @@ func newHandlerWith(db *sql.DB, tokens *oauth.Server, api *resource.Registry, op
 	// The catch-all: without it ServeMux would answer in plain text.
 	mux.HandleFunc("/", handleNotFound)
 
-	var h http.Handler = mux
 	if opts.Limits != nil && db != nil {
 		opts.Limits.WatchQuotas(context.Background(), db)
 	}
-	if opts.Limits != nil {
-		h = opts.Limits.Wrap(h, tokens)
-		h = opts.Limits.Consent(h, tokens)
-	}
-	if opts.DBTimeout > 0 {
-		// Outside the limits: a Redis that does not answer spends the same
-		// budget as the database, so a request still ends within the bound.
-		h = withDeadline(h, opts.DBTimeout)
+	middle := func(h http.Handler) http.Handler {
+		if opts.Limits != nil {
+			h = opts.Limits.Wrap(h, tokens)
+			h = opts.Limits.Consent(h, tokens)
+		}
+		if opts.DBTimeout > 0 {
+			// Outside the limits: a Redis that does not answer spends the
+			// same budget as the database, so a request still ends within
+			// the bound.
+			h = withDeadline(h, opts.DBTimeout)
+		}
+		return h
 	}
 	if opts.Metrics != nil {
-		h = opts.Metrics.instrument(mux, h)
+		return opts.Metrics.instrument(mux, middle)
 	}
-	return h
+	return middle(mux)
 }
 
 // defaultDBTimeout is the default of --db-timeout. It is short enough that a

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,8 @@ type metrics struct {
 	limitErrors   *prometheus.CounterVec
 	// webhookAttempts counts the outcomes of webhook attempts.
 	webhookAttempts *prometheus.CounterVec
+	// series holds the *series of each seriesKey seen (see seriesOf).
+	series sync.Map
 }
 
 // newMetrics returns the metrics of a server, registered on a new registry.
@@ -121,11 +124,19 @@ func (m *metrics) handler(logger *slog.Logger) http.Handler {
 	})
 }
 
-// instrument records every request that next serves. next is, or wraps,
-// mux: the route is the pattern mux set on the request (r.Pattern, read
-// after next returns) or, for a request answered before mux saw it (a 429
-// of the edge and token limits), the pattern mux would have chosen.
-func (m *metrics) instrument(mux *http.ServeMux, next http.Handler) http.Handler {
+// instrument returns mux behind middle, the middleware between the two
+// (limits, deadline), recording every request. The route is the pattern
+// mux matched, which mux hands back (see statusWriter.route: middle gives
+// mux a copy of the request, whose Pattern instrument does not see), or,
+// for a request answered before mux saw it (a 429 of the edge and token
+// limits), the pattern mux would have chosen.
+func (m *metrics) instrument(mux *http.ServeMux, middle func(http.Handler) http.Handler) http.Handler {
+	next := middle(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.ServeHTTP(w, r)
+		if sw, ok := w.(*statusWriter); ok {
+			sw.route = r.Pattern
+		}
+	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		m.inFlight.Inc()
@@ -134,22 +145,58 @@ func (m *metrics) instrument(mux *http.ServeMux, next http.Handler) http.Handler
 		next.ServeHTTP(sw, r)
 		elapsed := time.Since(start)
 
-		route := r.Pattern
+		route := sw.route
 		if route == "" {
 			_, route = mux.Handler(r)
 		}
-		// The method is a label of its own: "GET /v1/{scopeId}/orders" is
-		// counted as route "/v1/{scopeId}/orders", method "GET".
-		if _, path, ok := strings.Cut(route, " "); ok {
-			route = path
-		}
-		if route == "" {
-			route = "other" // a redirect to the clean path, say
-		}
-		method := methodLabel(r.Method)
-		m.requests.WithLabelValues(route, method, strconv.Itoa(sw.code())).Inc()
-		m.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+		m.seriesOf(route, r.Method, sw.code()).observe(elapsed)
 	})
+}
+
+// seriesKey names the series of a request: its route pattern as mux
+// writes it ("GET /v1/{scopeId}/orders"), its method and its status code.
+type seriesKey struct {
+	pattern, method string
+	code            int
+}
+
+// series are the request counter and the duration histogram of one
+// seriesKey.
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// observe records one request that took elapsed.
+func (s *series) observe(elapsed time.Duration) {
+	s.requests.Inc()
+	s.duration.Observe(elapsed.Seconds())
+}
+
+// seriesOf returns the series of a request of route pattern, method and
+// status code, found once with their label values and then kept: every
+// key is bounded (the patterns of the mux, the status codes), and so is
+// the cache.
+func (m *metrics) seriesOf(pattern, method string, code int) *series {
+	key := seriesKey{pattern, method, code}
+	if s, ok := m.series.Load(key); ok {
+		return s.(*series)
+	}
+	route := pattern
+	// The method is a label of its own: "GET /v1/{scopeId}/orders" is
+	// counted as route "/v1/{scopeId}/orders", method "GET".
+	if _, path, ok := strings.Cut(route, " "); ok {
+		route = path
+	}
+	if route == "" {
+		route = "other" // a redirect to the clean path, say
+	}
+	label := methodLabel(method)
+	s, _ := m.series.LoadOrStore(key, &series{
+		requests: m.requests.WithLabelValues(route, label, strconv.Itoa(code)),
+		duration: m.duration.WithLabelValues(route, label),
+	})
+	return s.(*series)
 }
 
 // methodLabel returns method when it is one of the methods of RFC 9110 or
@@ -164,10 +211,12 @@ func methodLabel(method string) string {
 	return "OTHER"
 }
 
-// statusWriter remembers the status code of the response it writes.
+// statusWriter remembers the status code of the response it writes, and
+// the route pattern that mux matched (see instrument).
 type statusWriter struct {
 	http.ResponseWriter
-	status int // 0 until the header is written
+	status int    // 0 until the header is written
+	route  string // "" until mux served the request
 }
 
 // WriteHeader records the first final status code and writes it.

@@ -138,13 +138,15 @@ func TestMetricsInstrument(t *testing.T) {
 		require.NoError(t, http.NewResponseController(w).Flush())
 	})
 	// A wrapper that answers before the mux, as the rate limits do.
-	h := m.instrument(mux, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("refuse") {
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		mux.ServeHTTP(w, r)
-	}))
+	h := m.instrument(mux, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Has("refuse") {
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(r.Context())) // a copy, as the deadline makes
+		})
+	})
 	for _, target := range []string{"/items/1", "/items/2", "/items/3?refuse", "/plain", "/silent", "/flush", "/nothing"} {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, target, nil))
 	}
