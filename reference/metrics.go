@@ -154,7 +154,8 @@ func (m *metrics) instrument(mux *http.ServeMux, middle func(http.Handler) http.
 }
 
 // seriesKey names the series of a request: its route pattern as mux
-// writes it ("GET /v1/{scopeId}/orders"), its method and its status code.
+// writes it ("GET /v1/{scopeId}/orders"), its method label (methodLabel)
+// and its status code.
 type seriesKey struct {
 	pattern, method string
 	code            int
@@ -175,10 +176,13 @@ func (s *series) observe(elapsed time.Duration) {
 
 // seriesOf returns the series of a request of route pattern, method and
 // status code, found once with their label values and then kept: every
-// key is bounded (the patterns of the mux, the status codes), and so is
-// the cache.
+// part of the key is bounded (the patterns of the mux, the method labels,
+// the status codes), and so is the cache.
 func (m *metrics) seriesOf(pattern, method string, code int) *series {
-	key := seriesKey{pattern, method, code}
+	// The key holds the method's label, not the method: a client chooses
+	// the method, and must not grow the cache by inventing ones.
+	label := methodLabel(method)
+	key := seriesKey{pattern, label, code}
 	if s, ok := m.series.Load(key); ok {
 		return s.(*series)
 	}
@@ -191,7 +195,6 @@ func (m *metrics) seriesOf(pattern, method string, code int) *series {
 	if route == "" {
 		route = "other" // a redirect to the clean path, say
 	}
-	label := methodLabel(method)
 	s, _ := m.series.LoadOrStore(key, &series{
 		requests: m.requests.WithLabelValues(route, label, strconv.Itoa(code)),
 		duration: m.duration.WithLabelValues(route, label),

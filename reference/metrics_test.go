@@ -171,6 +171,27 @@ func TestMetricsInstrument(t *testing.T) {
 	assert.False(t, ok)
 }
 
+// However many methods clients invent, the series of a route stay one per
+// method label and status code.
+func TestMetricsSeriesBounded(t *testing.T) {
+	t.Parallel()
+	m := newMetrics()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/items/{id}", func(w http.ResponseWriter, r *http.Request) {})
+	h := m.instrument(mux, func(next http.Handler) http.Handler { return next })
+	for i := range 200 {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("X-"+strconv.Itoa(i), "/items/1", nil))
+	}
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/items/1", nil))
+	n := 0
+	m.series.Range(func(any, any) bool { n++; return true })
+	assert.Equal(t, 2, n, "series cached: OTHER and GET")
+	rec := httptest.NewRecorder()
+	m.handler(newLogger(&syncBuffer{})).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	labels := map[string]string{"route": "/items/{id}", "method": "OTHER", "code": "200"}
+	assert.Equal(t, 200.0, metricValue(t, rec.Body.String(), "http_requests_total", labels))
+}
+
 func TestMethodLabel(t *testing.T) {
 	t.Parallel()
 	for method, want := range map[string]string{"GET": "GET", "PATCH": "PATCH", "OPTIONS": "OPTIONS", "get": "OTHER", "PROPFIND": "OTHER", "": "OTHER"} {
