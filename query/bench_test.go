@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waybillhq/waybill/query/internal/querytest"
+	"github.com/waybillhq/waybill/internal/querytest"
 )
 
 // The typical list request of the benchmarks (three filters, one sort,

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waybillhq/waybill/internal/querytest"
 	"github.com/waybillhq/waybill/query"
-	"github.com/waybillhq/waybill/query/internal/querytest"
 )
 
 // The cursor fixtures shared with sqlbuild's tests.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	apierrors "github.com/waybillhq/waybill/errors"
-	"github.com/waybillhq/waybill/query/internal/querytest"
+	"github.com/waybillhq/waybill/internal/querytest"
 )
 
 // The tests of query use the standard library only (the SQL it compiles

@@ -7,8 +7,8 @@ import (
 
 	sq "github.com/Masterminds/squirrel"
 
+	"github.com/waybillhq/waybill/internal/querytest"
 	"github.com/waybillhq/waybill/query"
-	"github.com/waybillhq/waybill/query/internal/querytest"
 	"github.com/waybillhq/waybill/query/sqlbuild"
 )
 

@@ -1,6 +1,6 @@
 package sqlbuild_test
 
-import "github.com/waybillhq/waybill/query/internal/querytest"
+import "github.com/waybillhq/waybill/internal/querytest"
 
 // The tests of sqlbuild use the standard library only, besides squirrel,
 // which sqlbuild itself links: an importer's go mod tidy resolves the

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/waybillhq/waybill/internal/querytest"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/query/sqlbuild"
@@ -100,7 +101,7 @@ func walk(t *testing.T, db *sql.DB, d query.Dialect, s *query.Schema, raw string
 func TestCursorWalkOnDatabases(t *testing.T) {
 	t.Parallel()
 	rows := cursorFixtures()
-	s := cursorSchema()
+	s := querytest.CursorSchema()
 	lists := []struct {
 		query string
 		keep  func(fixture) bool
@@ -163,7 +164,7 @@ func TestCursorWalkOnDatabases(t *testing.T) {
 // twice, and what comes is in order.
 func TestCursorWalkWhileWriting(t *testing.T) {
 	t.Parallel()
-	s := cursorSchema()
+	s := querytest.CursorSchema()
 	for _, target := range cursorDatabases {
 		for _, sort := range []string{"sort=status:asc,packages:desc", "sort=day:desc", "sort=created_at:asc", "sort=comment:asc,weight:desc"} {
 			t.Run(target.dialect.String()+" "+sort, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/waybillhq/waybill/internal/querytest"
 	"github.com/waybillhq/waybill/internal/testdb"
 	"github.com/waybillhq/waybill/query"
 	"github.com/waybillhq/waybill/query/sqlbuild"
@@ -234,7 +235,7 @@ func TestOperatorsOnDatabases(t *testing.T) {
 		{"paging last partial page", "sort=created_at:asc&limit=25&offset=50", func(fixture, query.Dialect) bool { return true }},
 	}
 
-	schema := testSchema()
+	schema := querytest.Schema()
 	require.NoError(t, schema.Validate())
 
 	dbs := []struct {
