@@ -275,28 +275,15 @@ type exportAnswer struct {
 // registry's RowReader when it reads from conn's driver, else through
 // database/sql.
 func (h *handlers) readExport(ctx context.Context, conn *sql.Conn, tx *sql.Tx, text string, args []any, e exportAnswer) error {
-	if rr := h.registry.RowReader; rr != nil {
-		var read bool
-		var answerErr error
-		err := conn.Raw(func(driverConn any) error {
-			rows, ok, err := rr.Query(ctx, driverConn, text, args)
-			if read = ok; !ok {
-				return nil
-			}
-			if err != nil {
-				answerErr = h.exportFailed(e.r, err)
-				return nil
-			}
-			defer rows.Close()
-			answerErr = h.answerExport(e, rows)
-			return nil
-		})
-		if err != nil {
-			return h.exportFailed(e.r, err)
-		}
-		if read {
-			return answerErr
-		}
+	var answerErr error
+	read, err := h.readRaw(ctx, conn, text, args, func(rows Rows) {
+		answerErr = h.answerExport(e, rows)
+	})
+	if err != nil {
+		return h.exportFailed(e.r, err)
+	}
+	if read {
+		return answerErr
 	}
 	rows, err := tx.QueryContext(ctx, text, args...)
 	if err != nil {
@@ -304,6 +291,29 @@ func (h *handlers) readExport(ctx context.Context, conn *sql.Conn, tx *sql.Tx, t
 	}
 	defer rows.Close()
 	return h.answerExport(e, h.sqlRows(rows, e.only))
+}
+
+// readRaw runs text, its parameters bound to args, on conn's driver
+// connection through the registry's RowReader and hands its rows to use,
+// which must not keep them. read is false, and nothing ran, when there is
+// no RowReader, no conn, or a reader that does not read from conn's
+// driver: the caller reads through database/sql instead. err is the
+// failure to run text or to reach the driver connection.
+func (h *handlers) readRaw(ctx context.Context, conn *sql.Conn, text string, args []any, use func(Rows)) (read bool, err error) {
+	rr := h.registry.RowReader
+	if rr == nil || conn == nil {
+		return false, nil
+	}
+	err = conn.Raw(func(driverConn any) error {
+		rows, ok, err := rr.Query(ctx, driverConn, text, args)
+		if read = ok; !ok || err != nil {
+			return err
+		}
+		defer rows.Close()
+		use(rows)
+		return nil
+	})
+	return read, err
 }
 
 // answerExport answers with the rows (nil for HEAD): an error in the

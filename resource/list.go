@@ -97,29 +97,16 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 // (nil without a RowReader) when the reader reads from conn's driver, else
 // through database/sql on db (conn itself, or the *sql.DB).
 func (h *handlers) appendPage(ctx context.Context, db rowsQuerier, conn *sql.Conn, buf []byte, text string, args []any, q *query.Query, only []bool) ([]byte, string, error) {
-	if rr := h.registry.RowReader; rr != nil && conn != nil {
-		var read bool
-		var next string
-		var pageErr error
-		err := conn.Raw(func(driverConn any) error {
-			rows, ok, err := rr.Query(ctx, driverConn, text, args)
-			if read = ok; !ok {
-				return nil
-			}
-			if err != nil {
-				pageErr = readError(err)
-				return nil
-			}
-			defer rows.Close()
-			buf, next, pageErr = h.appendPageRows(buf, rows, q, only)
-			return nil
-		})
-		if err != nil {
-			return nil, "", readError(err)
-		}
-		if read {
-			return buf, next, pageErr
-		}
+	var next string
+	var pageErr error
+	read, err := h.readRaw(ctx, conn, text, args, func(rows Rows) {
+		buf, next, pageErr = h.appendPageRows(buf, rows, q, only)
+	})
+	if err != nil {
+		return nil, "", readError(err)
+	}
+	if read {
+		return buf, next, pageErr
 	}
 	rows, err := db.QueryContext(ctx, text, args...)
 	if err != nil {
@@ -128,7 +115,6 @@ func (h *handlers) appendPage(ctx context.Context, db rowsQuerier, conn *sql.Con
 	defer rows.Close()
 	vals, ptrs := h.scratch()
 	n := 0
-	var next string
 	for rows.Next() {
 		if n == q.Limit {
 			// The row after the page: the page's last row starts the next.
