@@ -140,6 +140,18 @@ func TestWriteDerivedAnswers(t *testing.T) {
 		}
 	})
 
+	t.Run("an Internal error judged a 503 is logged as the 503, with its cause", func(t *testing.T) {
+		rec, logs := writeLogged(t, http.MethodPost, "/v1/x/accounts", apierrors.Internal(fmt.Errorf("insert account: %w", sqliteError(5))))
+		checkEqual(t, "rec.Code", rec.Code, http.StatusServiceUnavailable)
+		var entry map[string]any
+		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
+			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
+		}
+		checkEqual(t, `entry["msg"]`, entry["msg"], "request not served")
+		checkEqual(t, `entry["error"]`, entry["error"], "temporarily_unavailable: the server could not answer in time; retry later")
+		checkEqual(t, `entry["cause"]`, entry["cause"], "insert account: "+sqliteError(5).Error())
+	})
+
 	t.Run("an unreachable database is a 503 with a longer Retry-After", func(t *testing.T) {
 		rec := write(t, http.MethodGet, "/v1/x/orders", &pgError{"57P01"})
 		checkEqual(t, "rec.Code", rec.Code, http.StatusServiceUnavailable)

@@ -68,11 +68,13 @@ func Write(w http.ResponseWriter, r *http.Request, err error) {
 // cannot be reached; a 500 server_error, whose description says nothing of
 // err, for anything else. Errors with a status of 500 or more are logged to
 // the Logger with the request's method and path (never its query string
-// or headers, which may hold secrets): 500s at the error level, 503s (load
-// and outages, which the server answers as it should) at the warning level.
-// A request whose client went away is logged at the info level with status
-// 499 and answered with that status, which nobody reads. A HEAD request gets
-// the status and headers without a body.
+// or headers, which may hold secrets), the error as the client was answered
+// (an Internal error whose cause is a deadline is logged as the 503 it was
+// answered with) and the cause beside it: 500s at the error level, 503s
+// (load and outages, which the server answers as it should) at the warning
+// level. A request whose client went away is logged at the info level with
+// status 499 and answered with that status, which nobody reads. A HEAD
+// request gets the status and headers without a body.
 func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 	e := FromRequest(r, err)
 	status := e.Status
@@ -80,11 +82,23 @@ func (wr Writer) Write(w http.ResponseWriter, r *http.Request, err error) {
 		status = Status(e.Code)
 	}
 	if status >= http.StatusInternalServerError || status == StatusClientClosedRequest {
-		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", status, "error", err}
-		// An *Error's text is its code and description only; the cause given
-		// to Wrap or Internal is what the log is for.
-		if orig, ok := As(err); ok && orig.Unwrap() != nil {
-			attrs = append(attrs, "cause", orig.Unwrap())
+		logged := err
+		var cause error
+		if orig, ok := As(err); ok {
+			// An *Error's text is its code and description only; the cause
+			// given to Wrap or Internal is what the log is for.
+			cause = orig.Unwrap()
+			if orig.Code != e.Code {
+				// The answer was judged from the cause (an Internal error
+				// whose cause is a deadline or a locked SQLite file is a
+				// 503): the log says what the client was answered, not the
+				// server_error it was not.
+				logged = e
+			}
+		}
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", status, "error", logged}
+		if cause != nil {
+			attrs = append(attrs, "cause", cause)
 		}
 		msg := "request failed"
 		switch status {
