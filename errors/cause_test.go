@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,10 +113,7 @@ func TestWriteDerivedAnswers(t *testing.T) {
 	t.Run("a cancelled request is a 499 logged at info", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodGet, "/v1/x/orders", apierrors.Internal(fmt.Errorf("list: %w", context.Canceled)))
 		checkEqual(t, "rec.Code", rec.Code, apierrors.StatusClientClosedRequest)
-		var entry map[string]any
-		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
-			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
-		}
+		entry := logEntry(t, logs)
 		checkEqual(t, `entry["level"]`, entry["level"], "INFO")
 		checkEqual(t, `entry["msg"]`, entry["msg"], "request abandoned by the client")
 		checkEqual(t, `entry["status"]`, entry["status"], float64(499))
@@ -130,10 +126,7 @@ func TestWriteDerivedAnswers(t *testing.T) {
 		body := decode(t, rec)
 		checkEqual(t, "body.Error", body.Error, "temporarily_unavailable")
 		checkNotContains(t, "body.Description (the cause is not shown)", body.Description, "deadline")
-		var entry map[string]any
-		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
-			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
-		}
+		entry := logEntry(t, logs)
 		checkEqual(t, `entry["level"]`, entry["level"], "WARN")
 		if msg, _ := entry["error"].(string); !strings.Contains(msg, "deadline exceeded") {
 			t.Errorf(`entry["error"] = %#v, want a string containing "deadline exceeded"`, entry["error"])
@@ -143,10 +136,7 @@ func TestWriteDerivedAnswers(t *testing.T) {
 	t.Run("an Internal error judged a 503 is logged as the 503, with its cause", func(t *testing.T) {
 		rec, logs := writeLogged(t, http.MethodPost, "/v1/x/accounts", apierrors.Internal(fmt.Errorf("insert account: %w", sqliteError(5))))
 		checkEqual(t, "rec.Code", rec.Code, http.StatusServiceUnavailable)
-		var entry map[string]any
-		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
-			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
-		}
+		entry := logEntry(t, logs)
 		checkEqual(t, `entry["msg"]`, entry["msg"], "request not served")
 		checkEqual(t, `entry["error"]`, entry["error"], "temporarily_unavailable: the server could not answer in time; retry later")
 		checkEqual(t, `entry["cause"]`, entry["cause"], "insert account: "+sqliteError(5).Error())

@@ -40,6 +40,16 @@ func writeLogged(t *testing.T, method, target string, err error) (*httptest.Resp
 	return rec, &logs
 }
 
+// logEntry parses logs as the one JSON line that Writer logged.
+func logEntry(t *testing.T, logs *bytes.Buffer) map[string]any {
+	t.Helper()
+	var entry map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
+		t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
+	}
+	return entry
+}
+
 // decode parses the recorded body as the error shape, rejecting unknown fields.
 func decode(t *testing.T, rec *httptest.ResponseRecorder) responseBody {
 	t.Helper()
@@ -320,10 +330,7 @@ func TestWriteServerErrors(t *testing.T) {
 		checkNotContains(t, "rec.Body.String()", rec.Body.String(), "hunter2")
 		checkEqual(t, "decode(t, rec)", decode(t, rec), responseBody{Error: "server_error", Description: "internal server error"})
 
-		var entry map[string]any
-		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
-			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
-		}
+		entry := logEntry(t, logs)
 		checkEqual(t, `entry["level"]`, entry["level"], "ERROR")
 		checkEqual(t, `entry["method"]`, entry["method"], "POST")
 		checkEqual(t, `entry["path"]`, entry["path"], "/v1/x/orders")
@@ -345,10 +352,7 @@ func TestWriteServerErrors(t *testing.T) {
 		checkEqual(t, "rec.Code", rec.Code, http.StatusInternalServerError)
 		checkNotContains(t, "rec.Body.String()", rec.Body.String(), "secret cause")
 
-		var entry map[string]any
-		if err := json.Unmarshal(logs.Bytes(), &entry); err != nil {
-			t.Fatalf("json.Unmarshal(logs.Bytes(), &entry) = %v, want no error: log %q", err, logs.String())
-		}
+		entry := logEntry(t, logs)
 		checkEqual(t, `entry["error"]`, entry["error"], "server_error: internal server error")
 		checkEqual(t, `entry["cause"]`, entry["cause"], "secret cause")
 	})
