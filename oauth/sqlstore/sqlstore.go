@@ -36,7 +36,9 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waybillhq/waybill/audit/auditdb"
 	"github.com/waybillhq/waybill/internal/migrate"
@@ -291,9 +293,19 @@ func (l list) Scan(src any) error {
 
 // decodeList decodes a list kept as a JSON array of strings into *p; an
 // empty list (or JSON null) becomes an empty, non-nil slice.
+//
+// Every client authentication reads an app's three lists, so the lists
+// that listArg writes and that hold nothing to decode (the empty list, most
+// apps' redirect URIs; scopes and ids) are split without encoding/json;
+// anything else, or anything the split is unsure of, goes to
+// json.Unmarshal. FuzzDecodeList holds the two to the same answers.
 func decodeList(text []byte, p *[]string) error {
-	if string(text) == "[]" { // what listArg writes for an empty list: most apps' redirect URIs
+	if string(text) == "[]" {
 		*p = []string{}
+		return nil
+	}
+	if l, ok := plainList(text); ok {
+		*p = l
 		return nil
 	}
 	var out []string
@@ -305,6 +317,43 @@ func decodeList(text []byte, p *[]string) error {
 	}
 	*p = out
 	return nil
+}
+
+// plainList returns the strings of text when text is a JSON array of
+// strings in the compact form of json.Marshal (no space between tokens)
+// whose strings need no decoding: no escape, no control character, valid
+// UTF-8. ok is false for any other text, even valid JSON. The strings share
+// one allocation.
+func plainList(text []byte) (l []string, ok bool) {
+	if len(text) < 4 || text[0] != '[' || text[len(text)-1] != ']' || !utf8.Valid(text) {
+		return nil, false
+	}
+	rest := string(text[1 : len(text)-1]) // `"a","b"`
+	l = make([]string, 0, strings.Count(rest, ",")+1)
+	for {
+		if len(rest) < 2 || rest[0] != '"' {
+			return nil, false
+		}
+		end := strings.IndexByte(rest[1:], '"') + 1 // the closing quote
+		if end == 0 {
+			return nil, false
+		}
+		s := rest[1:end]
+		for i := range len(s) {
+			if s[i] < 0x20 || s[i] == '\\' {
+				return nil, false
+			}
+		}
+		l = append(l, s)
+		rest = rest[end+1:]
+		if rest == "" {
+			return l, true
+		}
+		if rest[0] != ',' {
+			return nil, false
+		}
+		rest = rest[1:]
+	}
 }
 
 // listArg returns the list as a statement argument: a JSON array, [] for a
