@@ -1,8 +1,8 @@
 // Package querytest holds what the tests of query, of query/sqlbuild and
 // of query against real databases (internal/integration/query) share: the
-// fixture schemas, the benchmarks' list request and a few checks. It links the standard library and query only, so that the tests
-// of query, which an importer's go mod tidy resolves too, stay free of
-// modules.
+// fixture schemas, the benchmarks' list request and a few checks. It links
+// the standard library and query only, so that the tests of query, which
+// an importer's go mod tidy resolves too, stay free of modules.
 package querytest
 
 import (
